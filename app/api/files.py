@@ -1,0 +1,72 @@
+"""Files API routes (OpenAI `/v1/files`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import FileResponse
+
+from app.api.deps import FileServiceDep, ProjectDep
+from app.schemas.common import ERROR_RESPONSES, ListPage
+from app.schemas.files import FILE_UPLOAD_OPENAPI, FileDeleted, FileObject
+
+router = APIRouter(prefix="/files", tags=["files"], responses=ERROR_RESPONSES)
+
+
+@router.post(
+    "",
+    response_model=FileObject,
+    openapi_extra=FILE_UPLOAD_OPENAPI,
+    responses={413: ERROR_RESPONSES[400] | {"description": "File too large"}},
+)
+async def create_file(request: Request, project: ProjectDep, files: FileServiceDep) -> FileObject:
+    """Upload a file (multipart: `file`, `purpose`, optional `expires_after[anchor|seconds]`)."""
+    length = request.headers.get("content-length")
+    file = await files.upload(
+        project,
+        request.stream(),
+        request.headers.get("content-type", ""),
+        int(length) if length and length.isdigit() else None,
+    )
+    return FileObject.from_row(file)
+
+
+@router.get("", response_model=ListPage[FileObject])
+async def list_files(
+    project: ProjectDep,
+    files: FileServiceDep,
+    purpose: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 10_000,
+    order: Literal["asc", "desc"] = "desc",
+    after: str | None = None,
+) -> ListPage[FileObject]:
+    """List the project's files, newest first by default."""
+    page = await files.list(project, purpose=purpose, limit=limit, order=order, after=after)
+    return ListPage.of([FileObject.from_row(f) for f in page.files], page.has_more)
+
+
+@router.get("/{file_id}", response_model=FileObject)
+async def retrieve_file(file_id: str, project: ProjectDep, files: FileServiceDep) -> FileObject:
+    return FileObject.from_row(await files.get(project, file_id))
+
+
+@router.delete("/{file_id}", response_model=FileDeleted)
+async def delete_file(file_id: str, project: ProjectDep, files: FileServiceDep) -> FileDeleted:
+    file = await files.delete(project, file_id)
+    return FileDeleted(id=file.id, deleted=True)
+
+
+@router.get(
+    "/{file_id}/content",
+    response_class=FileResponse,
+    responses={200: {"content": {"application/octet-stream": {}}, "description": "The raw bytes"}},
+)
+async def retrieve_file_content(file_id: str, project: ProjectDep, files: FileServiceDep) -> FileResponse:
+    """The file's exact bytes, streamed."""
+    file = await files.get(project, file_id)
+    return FileResponse(
+        files.content_path(file),
+        media_type="application/octet-stream",
+        filename=file.filename,
+    )

@@ -1,0 +1,18 @@
+"""Liveness/readiness (unauthenticated)."""
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/health")
+async def health(request: Request) -> JSONResponse:
+    """200 once every model engine is loaded and while all of them are alive; 503 otherwise."""
+    state = request.app.state
+    registry = getattr(state, "registry", None)
+    if not getattr(state, "ready", False) or registry is None:
+        return JSONResponse({"status": "starting"}, status_code=503)
+    if not registry.ready:
+        return JSONResponse({"status": "engine unavailable"}, status_code=503)
+    return JSONResponse({"status": "ok"})

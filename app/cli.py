@@ -1,0 +1,179 @@
+"""The `batchd` command: serve, db upgrade, keys create."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from app.config import Settings
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides = {
+        name: value
+        for name in ("host", "port", "data_dir", "database_url", "models", "model_config_file")
+        if (value := getattr(args, name, None)) is not None
+    }
+    if getattr(args, "no_models", False):
+        overrides["no_models"] = True
+    return Settings(**overrides)
+
+
+def _add_storage_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", type=Path, help="SQLite file and blobs (env BATCHD_DATA_DIR)")
+    parser.add_argument(
+        "--database-url",
+        help="e.g. postgresql+asyncpg://user@host/db (env BATCHD_DATABASE_URL; default SQLite)",
+    )
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.main import create_app
+
+    settings = _settings(args)
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        timeout_graceful_shutdown=30,
+    )
+    return 0
+
+
+def _db_upgrade(args: argparse.Namespace) -> int:
+    from app.db.migrate import upgrade_sync
+
+    settings = _settings(args)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    upgrade_sync(settings.resolved_database_url())
+    print("database is at the latest revision")
+    return 0
+
+
+def _keys_create(args: argparse.Namespace) -> int:
+    from app.db.engine import Database
+    from app.db.migrate import upgrade
+    from app.services.auth import create_stored_key
+
+    settings = _settings(args)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+
+    async def run() -> str:
+        url = settings.resolved_database_url()
+        await upgrade(url)
+        db = Database(url)
+        try:
+            return await create_stored_key(settings, db, args.project)
+        finally:
+            await db.dispose()
+
+    key = asyncio.run(run())
+    print(key)
+    print(f"(API key for project '{args.project}'; it is shown only once)", file=sys.stderr)
+    return 0
+
+
+def _run_batch(args: argparse.Namespace, engine_flags: list[str]) -> int:
+    from app.engine.launch import engine_args_from_flags
+    from app.runbatch.runner import RunBatchOptions, main as run_batch_main
+    from app.runbatch.sinks import reserve_stdout
+
+    if args.output == "-" or args.error_file == "-":
+        reserve_stdout()  # before vLLM starts logging or spawning
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    options = RunBatchOptions(
+        input=args.input,
+        output=args.output,
+        model=args.model,
+        served_model_name=args.served_model_name,
+        error_file=args.error_file,
+        output_tmp_dir=args.output_tmp_dir,
+        resume=args.resume,
+        config=args.model_config_file,
+        data_dir=args.data_dir or Settings().data_dir,
+        engine_options={"engine_args": engine_args_from_flags(engine_flags)} if engine_flags else {},
+    )
+    progress = asyncio.run(run_batch_main(options))
+    print(progress.summary(), file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="batchd", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the HTTP server")
+    serve.add_argument("--host", help="bind address (env BATCHD_HOST, default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (env BATCHD_PORT, default 8000)")
+    _add_storage_flags(serve)
+    serve.add_argument(
+        "--model", dest="models", action="append", metavar="SPEC",
+        help="model to serve: a local path or hub id, or served-name=path (repeatable; "
+        "default: the built-in batchd-tiny-chat and all-MiniLM-L6-v2)",
+    )
+    serve.add_argument("--config", dest="model_config_file", type=Path,
+                       help="YAML/JSON file of per-model engine options")
+    serve.add_argument("--no-models", action="store_true", help="serve the Files API only, no engines")
+    serve.set_defaults(func=_serve)
+
+    run_batch = commands.add_parser(
+        "run-batch",
+        help="run a batch file through a model, no server (drop-in for `vllm run-batch`)",
+        description="Any other `vllm serve` engine flag (--dtype, --max-model-len, "
+        "--enable-prefix-caching, ...) is passed to the engine.",
+    )
+    run_batch.add_argument("-i", "--input-file", dest="input", required=True,
+                           help="input JSONL: a path, - for stdin, or an http(s) URL (presigned GET)")
+    run_batch.add_argument("-o", "--output-file", dest="output", required=True,
+                           help="output JSONL: a path, - for stdout, or an http(s) URL (presigned PUT)")
+    run_batch.add_argument("--model", required=True, help="model path, hub id, or a built-in model name")
+    run_batch.add_argument("--served-model-name", nargs="+",
+                           help="the name lines use in body.model (first one is used)")
+    run_batch.add_argument("--error-file", help="write failed lines here (OpenAI style) instead of inline")
+    run_batch.add_argument("--output-tmp-dir", help="where URL outputs are staged before upload")
+    run_batch.add_argument("--resume", action="store_true",
+                           help="skip lines an interrupted run with the same output already wrote")
+    run_batch.add_argument("--config", dest="model_config_file", type=Path,
+                           help="YAML/JSON model options file (as for `batchd serve`)")
+    run_batch.add_argument("--data-dir", type=Path, help="where built-in models are built (default ./data)")
+    run_batch.set_defaults(func=_run_batch)
+
+    db = commands.add_parser("db", help="database maintenance")
+    db_commands = db.add_subparsers(dest="db_command", required=True)
+    db_upgrade = db_commands.add_parser("upgrade", help="apply migrations")
+    _add_storage_flags(db_upgrade)
+    db_upgrade.set_defaults(func=_db_upgrade)
+
+    keys = commands.add_parser("keys", help="API keys")
+    keys_commands = keys.add_subparsers(dest="keys_command", required=True)
+    keys_create = keys_commands.add_parser("create", help="create a key for a project")
+    keys_create.add_argument("--project", required=True)
+    _add_storage_flags(keys_create)
+    keys_create.set_defaults(func=_keys_create)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.func is _run_batch:
+        if args.served_model_name:
+            args.served_model_name = args.served_model_name[0]
+        return _run_batch(args, extra)
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Runtime settings: CLI flags override `BATCHD_*` environment variables, which override defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+MB = 1024 * 1024
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="BATCHD_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    data_dir: Path = Path("./data")
+    # Empty means SQLite at <data_dir>/batchd.db.
+    database_url: str = ""
+    # Comma-separated `key` or `key=project`; empty (and no keys in the database) = open mode.
+    api_keys: str = ""
+    # Keyed-hash secret for stored API keys; empty means <data_dir>/secret.key (created once).
+    secret_key: str = ""
+
+    max_file_bytes: int = Field(default=512 * MB, ge=1)
+    max_batch_file_bytes: int = Field(default=200 * MB, ge=1)
+    # How long a SQLite writer waits for the lock before the request becomes a 503.
+    sqlite_busy_timeout_ms: int = Field(default=15_000, ge=0)
+    # How often expired files are swept (seconds).
+    sweep_interval: float = Field(default=60.0, gt=0)
+    log_level: str = "info"
+
+    # Batches: accepted `completion_window` values (OpenAI accepts only 24h).
+    completion_windows: str = "24h,1h"
+    max_batch_lines: int = Field(default=50_000, ge=1)
+    # At most this many validation errors are reported for one batch.
+    max_validation_errors: int = Field(default=100, ge=1)
+    max_concurrent_batches: int = Field(default=4, ge=1)
+    # A worker that stops renewing its lease for this long loses the batch to another worker.
+    lease_seconds: float = Field(default=15.0, gt=0)
+    # Served models: `--model` specs (repeatable) and an optional per-model options file.
+    models: list[str] = Field(default_factory=list)
+    model_config_file: Path | None = None
+    # Serve no models at all (Files API only; batches fail validation with model_not_found).
+    no_models: bool = False
+
+    def window_seconds(self) -> dict[str, int]:
+        return {w: parse_window(w) for w in self.completion_windows.split(",") if w.strip()}
+
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'batchd.db').resolve()}"
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.resolved_database_url().startswith("sqlite")
+
+    @property
+    def blob_dir(self) -> Path:
+        return self.data_dir / "blobs"
+
+    def parsed_api_keys(self) -> dict[str, str]:
+        """Config keys as {key: project}; a bare key belongs to project `default`."""
+        keys: dict[str, str] = {}
+        for item in self.api_keys.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            key, _, project = item.partition("=")
+            keys[key.strip()] = project.strip() or DEFAULT_PROJECT
+        return keys
+
+
+DEFAULT_PROJECT = "default"
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_window(window: str) -> int:
+    """'24h' -> 86400. Accepts a positive integer followed by s, m, h or d."""
+    window = window.strip()
+    number, unit = window[:-1], window[-1:]
+    if unit not in _UNITS or not number.isdigit() or int(number) <= 0:
+        raise ValueError(f"invalid completion window {window!r}")
+    return int(number) * _UNITS[unit]

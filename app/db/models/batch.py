@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db.base import Base
+
+ACTIVE_STATUSES = ("validating", "in_progress", "finalizing", "cancelling")
+TERMINAL_STATUSES = ("completed", "failed", "expired", "cancelled")
+
+
+class Batch(Base):
+    """A batch job and its live counters. The worker owns it through a lease; `fence` grows on
+    every claim and every worker write is conditioned on it, so a stale worker cannot write."""
+
+    __tablename__ = "batches"
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(String(64), unique=True)
+    project: Mapped[str] = mapped_column(String(128))
+    endpoint: Mapped[str] = mapped_column(String(64))
+    input_file_id: Mapped[str] = mapped_column(String(64))
+    completion_window: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16))
+    model: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    metadata_: Mapped[dict | None] = mapped_column("metadata", JSON, nullable=True)
+    errors: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    output_expires_after: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    output_file_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    error_file_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    expires_at: Mapped[int] = mapped_column(BigInteger)
+    in_progress_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    finalizing_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    completed_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    failed_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    expired_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    cancelling_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    cancelled_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+    total: Mapped[int] = mapped_column(Integer, default=0)
+    completed: Mapped[int] = mapped_column(Integer, default=0)
+    failed: Mapped[int] = mapped_column(Integer, default=0)
+    input_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    output_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    reasoning_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+
+    lease_owner: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    lease_expires_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    fence: Mapped[int] = mapped_column(Integer, default=0)
+
+    __table_args__ = (
+        Index("ix_batches_project_seq", "project", "seq"),
+        Index("ix_batches_status", "status"),
+    )
+
+
+class BatchLine(Base):
+    """The checkpoint: one row per finished input line, holding its output/error line as JSON text."""
+
+    __tablename__ = "batch_lines"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    batch_id: Mapped[str] = mapped_column(String(64), ForeignKey("batches.id", ondelete="CASCADE"))
+    line_no: Mapped[int] = mapped_column(Integer)
+    ok: Mapped[bool] = mapped_column(default=True)
+    line: Mapped[str] = mapped_column(Text)
+
+    __table_args__ = (UniqueConstraint("batch_id", "line_no", name="uq_batch_lines_batch_id_line_no"),)

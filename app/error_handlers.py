@@ -1,0 +1,103 @@
+"""Render every error as OpenAI's envelope: {"error": {message, type, param, code}}."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.errors import ApiError, InvalidRequest, ServiceUnavailable
+
+log = logging.getLogger("batchd.errors")
+
+# pydantic error type -> OpenAI error code for query/body parameters.
+_VALIDATION_CODES = {
+    "less_than_equal": "integer_above_max_value",
+    "less_than": "integer_above_max_value",
+    "greater_than_equal": "integer_below_min_value",
+    "greater_than": "integer_below_min_value",
+    "missing": "missing_required_parameter",
+    "int_parsing": "invalid_type",
+    "int_type": "invalid_type",
+    "string_type": "invalid_type",
+    "literal_error": "invalid_value",
+    "enum": "invalid_value",
+}
+
+
+def _respond(request: Request, error: ApiError) -> JSONResponse:
+    headers = dict(error.headers)
+    request_id = getattr(request.state, "request_id", None)
+    if request_id:
+        headers["x-request-id"] = request_id
+    return JSONResponse(error.envelope(), status_code=error.status_code, headers=headers)
+
+
+def _validation_error(exc: RequestValidationError) -> InvalidRequest:
+    first = exc.errors()[0]
+    loc = [str(p) for p in first.get("loc", ()) if p not in ("query", "body", "path", "header")]
+    param = ".".join(loc) or None
+    kind = first.get("type", "")
+    code = _VALIDATION_CODES.get(kind, "invalid_value")
+    value = first.get("input")
+    context = first.get("ctx") or {}
+    if kind == "missing":
+        message = f"Missing required parameter: '{param}'."
+    elif kind in ("less_than_equal", "less_than"):
+        bound = context.get("le", context.get("lt"))
+        message = (f"Invalid '{param}': integer above maximum value. Expected a value <= {bound}, "
+                   f"but got {value} instead.")
+    elif kind in ("greater_than_equal", "greater_than"):
+        bound = context.get("ge", context.get("gt"))
+        message = (f"Invalid '{param}': integer below minimum value. Expected a value >= {bound}, "
+                   f"but got {value} instead.")
+    else:
+        message = f"Invalid value for '{param}': {first.get('msg', 'invalid')}."
+    return InvalidRequest(message, param=param, code=code)
+
+
+def _is_lock_error(exc: OperationalError) -> bool:
+    text = str(exc.orig).lower()
+    return "database is locked" in text or "database is busy" in text or "lock timeout" in text
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return _respond(request, exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _respond(request, _validation_error(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code in (404, 405):
+            error = InvalidRequest(f"Invalid URL ({request.method} {request.url.path})")
+            error.status_code = exc.status_code
+        else:
+            error = ApiError(str(exc.detail))
+            error.status_code = exc.status_code
+            error.type = "invalid_request_error" if exc.status_code < 500 else "server_error"
+        return _respond(request, error)
+
+    @app.exception_handler(OperationalError)
+    async def database_error(request: Request, exc: OperationalError) -> JSONResponse:
+        if _is_lock_error(exc):
+            return _respond(request, ServiceUnavailable("The database is busy; please retry."))
+        log.exception("database error", exc_info=exc)
+        return _respond(request, ApiError("The server had an error while processing your request."))
+
+    @app.exception_handler(PoolTimeout)
+    async def pool_timeout(request: Request, exc: PoolTimeout) -> JSONResponse:
+        return _respond(request, ServiceUnavailable("The server is busy; please retry."))
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error", exc_info=exc)
+        return _respond(request, ApiError("The server had an error while processing your request."))

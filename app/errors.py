@@ -1,0 +1,80 @@
+"""Typed API errors; one handler in main.py renders each as OpenAI's error envelope."""
+
+from __future__ import annotations
+
+
+class ApiError(Exception):
+    status_code = 500
+    type = "server_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.code = code
+        self.headers = headers or {}
+
+    def envelope(self) -> dict:
+        return {
+            "error": {
+                "message": self.message,
+                "type": self.type,
+                "param": self.param,
+                "code": self.code,
+            }
+        }
+
+
+class InvalidRequest(ApiError):
+    status_code = 400
+    type = "invalid_request_error"
+
+
+class MissingParameter(InvalidRequest):
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"Missing required parameter: '{name}'.", param=name, code="missing_required_parameter"
+        )
+
+
+class Unauthorized(ApiError):
+    status_code = 401
+    type = "invalid_request_error"
+
+
+class NotFound(ApiError):
+    status_code = 404
+    type = "invalid_request_error"
+
+
+class Conflict(ApiError):
+    status_code = 409
+    type = "invalid_request_error"
+
+
+class PayloadTooLarge(ApiError):
+    status_code = 413
+    type = "invalid_request_error"
+
+
+class ServiceUnavailable(ApiError):
+    status_code = 503
+    type = "server_error"
+
+    def __init__(self, message: str, *, retry_after: int = 1) -> None:
+        # x-should-retry tells the openai client to retry even where it would not by status.
+        super().__init__(
+            message, headers={"Retry-After": str(retry_after), "x-should-retry": "true"}
+        )
+
+
+class InsufficientStorage(ApiError):
+    status_code = 507
+    type = "server_error"

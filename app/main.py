@@ -1,0 +1,109 @@
+"""Application factory: lifespan (migrations, storage, background tasks), middleware, routers."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import asynccontextmanager, suppress
+
+from fastapi import APIRouter, Depends, FastAPI
+
+from app.api import batches, files, health, models
+from app.api.deps import get_project
+from app.config import Settings
+from app.db import migrate
+from app.db.engine import Database
+from app.engine_boot import start_registry
+from app.error_handlers import install_error_handlers
+from app.openapi import install_openapi
+from app.request_id import RequestIdMiddleware
+from app.services.auth import Authenticator
+from app.services.files import sweep_expired
+from app.storage.local import LocalBlobStore
+from app.worker.context import WorkerContext
+from app.worker.runner import Worker
+
+log = logging.getLogger("batchd")
+
+# Temp files younger than this may belong to another server process sharing the data dir.
+STALE_TEMP_SECONDS = 3600
+
+
+async def _sweep_forever(db: Database, store: LocalBlobStore, interval: float) -> None:
+    while True:
+        try:
+            swept = await sweep_expired(db, store)
+            if swept:
+                log.info("swept %d expired files", swept)
+        except Exception:
+            log.exception("expired-file sweep failed; will retry")
+        await asyncio.sleep(interval)
+
+
+async def _start_engines_and_worker(app: FastAPI, settings: Settings, db: Database, store: LocalBlobStore) -> None:
+    try:
+        app.state.registry = await start_registry(settings)
+    except Exception:
+        log.exception("could not start the model engines; batches will not run")
+        raise
+    worker = Worker(WorkerContext(db=db, store=store, registry=app.state.registry, settings=settings))
+    worker.start()
+    app.state.worker = worker
+    app.state.ready = True
+    served = [card["id"] for card in app.state.registry.model_cards()]
+    log.info("ready: serving %s", ", ".join(served) or "no models")
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        url = settings.resolved_database_url()
+        await migrate.upgrade(url)
+        db = Database(url, sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+        store = LocalBlobStore(settings.blob_dir)
+        store.sweep_temp(older_than_seconds=STALE_TEMP_SECONDS)
+        auth = Authenticator(settings, db)
+        if await auth.is_open_mode():
+            log.warning(
+                "!!! OPEN MODE: no API keys configured (BATCHD_API_KEYS or `batchd keys create`); "
+                "every request is accepted as project 'default' !!!"
+            )
+        app.state.settings, app.state.db, app.state.store, app.state.auth = settings, db, store, auth
+        app.state.registry = app.state.worker = None
+        sweeper = asyncio.create_task(_sweep_forever(db, store, settings.sweep_interval))
+        # Engines take a while to load: serve files and /health (503 "starting") meanwhile.
+        startup = asyncio.create_task(_start_engines_and_worker(app, settings, db, store))
+        try:
+            yield
+        finally:
+            app.state.ready = False
+            for task in (startup, sweeper):
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
+            if app.state.worker is not None:
+                await app.state.worker.stop()
+            if app.state.registry is not None:
+                await app.state.registry.shutdown()
+            await db.dispose()
+
+    app = FastAPI(
+        title="batchd",
+        version="0.1.0",
+        description="OpenAI-compatible Files and Batches API backed by vLLM.",
+        lifespan=lifespan,
+    )
+    app.add_middleware(RequestIdMiddleware)
+    install_error_handlers(app)
+    install_openapi(app)
+
+    v1 = APIRouter(prefix="/v1", dependencies=[Depends(get_project)])
+    v1.include_router(files.router)
+    v1.include_router(batches.router)
+    v1.include_router(models.router)
+    app.include_router(v1)
+    app.include_router(health.router)
+    return app

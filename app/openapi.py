@@ -1,0 +1,37 @@
+"""OpenAPI document that matches what the server really sends: validation errors are 400s in
+OpenAI's envelope, never FastAPI's 422 `HTTPValidationError`."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from app.schemas.common import ErrorResponse
+
+ENVELOPE_REF = {"$ref": "#/components/schemas/ErrorResponse"}
+
+
+def install_openapi(app: FastAPI) -> None:
+    def openapi() -> dict:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        for name in ("HTTPValidationError", "ValidationError"):
+            components.pop(name, None)
+        components.setdefault("ErrorResponse", ErrorResponse.model_json_schema(ref_template="#/components/schemas/{model}"))
+        for defs_name, defs in components["ErrorResponse"].pop("$defs", {}).items():
+            components.setdefault(defs_name, defs)
+        for path in schema.get("paths", {}).values():
+            for operation in path.values():
+                responses = operation.get("responses", {})
+                if responses.pop("422", None) is not None:
+                    responses.setdefault(
+                        "400",
+                        {"description": "Invalid request",
+                         "content": {"application/json": {"schema": ENVELOPE_REF}}},
+                    )
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi

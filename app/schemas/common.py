@@ -1,0 +1,50 @@
+"""Wire shapes shared by every resource."""
+
+from __future__ import annotations
+
+from typing import Generic, Literal, TypeVar
+
+from pydantic import BaseModel
+
+T = TypeVar("T")
+
+
+class ErrorBody(BaseModel):
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+
+
+class ErrorResponse(BaseModel):
+    """OpenAI's error envelope, used by every non-2xx response."""
+
+    error: ErrorBody
+
+
+class ListPage(BaseModel, Generic[T]):
+    object: Literal["list"] = "list"
+    data: list[T]
+    first_id: str | None
+    last_id: str | None
+    has_more: bool
+
+    @classmethod
+    def of(cls, items: list[T], has_more: bool) -> "ListPage[T]":
+        return cls(
+            data=items,
+            first_id=items[0].id if items else None,  # type: ignore[attr-defined]
+            last_id=items[-1].id if items else None,  # type: ignore[attr-defined]
+            has_more=has_more and bool(items),
+        )
+
+
+ERROR_RESPONSES = {
+    status: {"model": ErrorResponse, "description": description}
+    for status, description in {
+        400: "Invalid request",
+        401: "Missing or invalid API key",
+        404: "Not found",
+        503: "Temporarily unavailable (retry)",
+    }.items()
+}

@@ -1,0 +1,67 @@
+"""Files API wire models, named exactly as OpenAI's (openai-python `types/file_object.py`)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+UPLOAD_PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")
+OUTPUT_PURPOSE = "batch_output"
+
+
+class FileObject(BaseModel):
+    id: str
+    object: Literal["file"] = "file"
+    bytes: int
+    created_at: int
+    filename: str
+    purpose: str
+    status: Literal["uploaded", "processed", "error"]
+    expires_at: int | None
+    status_details: str | None = None
+
+    @classmethod
+    def from_row(cls, row) -> "FileObject":
+        return cls(
+            id=row.id,
+            bytes=row.bytes,
+            created_at=row.created_at,
+            filename=row.filename,
+            purpose=row.purpose,
+            status=row.status,
+            expires_at=row.expires_at,
+        )
+
+
+class FileDeleted(BaseModel):
+    id: str
+    object: Literal["file"] = "file"
+    deleted: bool
+
+
+# The request body is parsed by hand from the stream (so it never sits in memory); this schema
+# only documents it in /openapi.json.
+FILE_UPLOAD_OPENAPI = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file", "purpose"],
+                    "properties": {
+                        "file": {"type": "string", "format": "binary"},
+                        "purpose": {"type": "string", "enum": list(UPLOAD_PURPOSES)},
+                        "expires_after[anchor]": {"type": "string", "enum": ["created_at"]},
+                        "expires_after[seconds]": {
+                            "type": "integer",
+                            "minimum": 3600,
+                            "maximum": 2592000,
+                        },
+                    },
+                }
+            }
+        },
+    }
+}

@@ -1,0 +1,210 @@
+"""Files: upload (streamed to the blob store), read, list, delete, expiry."""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.config import Settings
+from app.db.models import File
+from app.db.repositories.batches import BatchRepository
+from app.db.repositories.files import FileRepository
+from app.errors import Conflict, InvalidRequest, MissingParameter, NotFound, PayloadTooLarge
+from app.schemas.files import UPLOAD_PURPOSES
+from app.services.upload_stream import receive_upload
+from app.services.unit_of_work import after_commit, on_rollback
+from app.storage.local import LocalBlobStore
+
+MIN_EXPIRY_SECONDS = 3600
+MAX_EXPIRY_SECONDS = 2_592_000
+BATCH_FILE_TTL_SECONDS = 30 * 24 * 3600
+# Room for multipart boundaries and form fields on top of the file itself.
+MULTIPART_OVERHEAD_BYTES = 64 * 1024
+
+
+def new_file_id() -> str:
+    return f"file-{uuid.uuid4().hex}"
+
+
+def sanitize_filename(raw: str | None) -> str:
+    """The client filename is metadata only: basename, no control characters, ≤255 bytes."""
+    name = PurePosixPath((raw or "").replace("\\", "/")).name
+    name = "".join(ch for ch in name if unicodedata.category(ch)[0] != "C").strip()
+    while len(name.encode()) > 255:
+        name = name[:-1]
+    return name or "upload"
+
+
+@dataclass
+class FilePage:
+    files: list[File]
+    has_more: bool
+
+
+class FileService:
+    def __init__(self, session: AsyncSession, store: LocalBlobStore, settings: Settings) -> None:
+        self.session = session
+        self.repo = FileRepository(session)
+        self.store = store
+        self.settings = settings
+
+    # -- upload -------------------------------------------------------------------------------
+
+    def _limit_for(self, purpose: str | None) -> int:
+        if purpose == "batch":
+            return min(self.settings.max_batch_file_bytes, self.settings.max_file_bytes)
+        return self.settings.max_file_bytes
+
+    def _too_large(self, purpose: str | None) -> PayloadTooLarge:
+        limit = self._limit_for(purpose)
+        scope = "for purpose 'batch' " if purpose == "batch" else ""
+        return PayloadTooLarge(
+            f"File is too large: the maximum size {scope}is {limit} bytes.",
+            param="file",
+            code="file_too_large",
+        )
+
+    async def upload(
+        self,
+        project: str,
+        body: AsyncIterator[bytes],
+        content_type: str,
+        content_length: int | None,
+    ) -> File:
+        if content_length is not None and content_length > self.settings.max_file_bytes + MULTIPART_OVERHEAD_BYTES:
+            raise self._too_large(None)
+        received = await receive_upload(
+            body, content_type, self.store.new_writer, self._limit_for, self._too_large
+        )
+        blob = received.blob
+        try:
+            purpose, expires_after = self._validate_form(received.fields, blob is not None)
+            filename = sanitize_filename(received.filename)
+            if purpose == "batch" and not filename.lower().endswith(".jsonl"):
+                raise InvalidRequest("Invalid file format for Batch API. Must be .jsonl")
+        except BaseException:
+            if blob is not None:
+                blob.discard()
+            raise
+
+        now = int(time.time())
+        if expires_after is None and purpose == "batch":
+            expires_after = BATCH_FILE_TTL_SECONDS
+        file = File(
+            id=new_file_id(),
+            project=project,
+            filename=filename,
+            purpose=purpose,
+            bytes=blob.size,
+            created_at=now,
+            expires_at=now + expires_after if expires_after else None,
+            status="processed",
+            sha256=blob.sha256,
+        )
+        await self.store.commit(blob, project, file.id)
+        # If the request's transaction does not commit, the blob must not outlive it.
+        on_rollback(self.session, lambda: self.store.delete(project, file.id))
+        return await self.repo.add(file)
+
+    def _validate_form(self, fields: dict[str, str], has_file: bool) -> tuple[str, int | None]:
+        if not has_file:
+            raise MissingParameter("file")
+        purpose = fields.get("purpose")
+        if not purpose:
+            raise MissingParameter("purpose")
+        if purpose not in UPLOAD_PURPOSES:
+            raise InvalidRequest(
+                f"Invalid value for 'purpose': '{purpose}'. Supported values are: "
+                + ", ".join(f"'{p}'" for p in UPLOAD_PURPOSES)
+                + ".",
+                param="purpose",
+                code="invalid_value",
+            )
+        return purpose, self._expires_after(fields)
+
+    @staticmethod
+    def _expires_after(fields: dict[str, str]) -> int | None:
+        anchor = fields.get("expires_after[anchor]")
+        seconds = fields.get("expires_after[seconds]")
+        if anchor is None and seconds is None:
+            return None
+        if anchor != "created_at":
+            raise InvalidRequest(
+                "Invalid value for 'expires_after.anchor': expected 'created_at'.",
+                param="expires_after.anchor",
+                code="invalid_value",
+            )
+        try:
+            value = int(seconds or "")
+        except ValueError:
+            raise InvalidRequest(
+                "Invalid value for 'expires_after.seconds': expected an integer.",
+                param="expires_after.seconds",
+                code="invalid_type",
+            ) from None
+        if not MIN_EXPIRY_SECONDS <= value <= MAX_EXPIRY_SECONDS:
+            raise InvalidRequest(
+                f"Invalid 'expires_after.seconds': must be between {MIN_EXPIRY_SECONDS} and "
+                f"{MAX_EXPIRY_SECONDS}, got {value}.",
+                param="expires_after.seconds",
+                code="invalid_value",
+            )
+        return value
+
+    # -- read / list / delete -----------------------------------------------------------------
+
+    async def get(self, project: str, file_id: str) -> File:
+        file = await self.repo.get(project, file_id, int(time.time()))
+        if file is None:
+            raise NotFound(f"No such File object: {file_id}", param="id")
+        return file
+
+    def content_path(self, file: File) -> Path:
+        return self.store.path_for(file.project, file.id)
+
+    async def list(
+        self, project: str, *, purpose: str | None, limit: int, order: str, after: str | None
+    ) -> FilePage:
+        after_seq = None
+        if after is not None:
+            after_seq = await self.repo.cursor_seq(project, after)
+            if after_seq is None:
+                raise NotFound(f"No such File object: {after}", param="after")
+        rows = await self.repo.list(
+            project,
+            int(time.time()),
+            purpose=purpose,
+            after_seq=after_seq,
+            descending=order == "desc",
+            limit=limit + 1,
+        )
+        return FilePage(files=list(rows[:limit]), has_more=len(rows) > limit)
+
+    async def delete(self, project: str, file_id: str) -> File:
+        file = await self.get(project, file_id)
+        in_use_by = await BatchRepository(self.session).active_batch_using_file(project, file_id)
+        if in_use_by is not None:
+            raise Conflict(f"File {file_id} is the input of batch {in_use_by}, which is still running.",
+                           param="id")
+        await self.repo.mark_deleted(file, int(time.time()))
+        after_commit(self.session, lambda: self.store.delete(project, file_id))
+        return file
+
+
+async def sweep_expired(db, store: LocalBlobStore, batch_size: int = 500) -> int:
+    """Delete expired files: rows become tombstones, then their blobs are removed."""
+    swept = 0
+    while True:
+        async with db.write() as session:
+            files = await FileRepository(session).take_expired(int(time.time()), batch_size)
+        for file in files:
+            await store.delete(file.project, file.id)
+        swept += len(files)
+        if len(files) < batch_size:
+            return swept

@@ -1,0 +1,110 @@
+"""Local-directory blob store.
+
+Bytes are written to a temp file inside the store (same filesystem, so the final rename is
+atomic), fsynced, renamed into place, and the directory fsynced so the rename survives a crash.
+Paths derive only from server-generated ids (hashed), never from client filenames.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import time
+import uuid
+from pathlib import Path
+
+TEMP_DIR = "tmp"
+FILES_DIR = "files"
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+class BlobWriter:
+    """An open temp file that counts and hashes what is written to it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh = open(path, "wb")  # noqa: SIM115 - closed in finish()/discard()
+        self._sha = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes | memoryview) -> None:
+        self._fh.write(data)
+        self._sha.update(data)
+        self.size += len(data)
+
+    @property
+    def sha256(self) -> str:
+        return self._sha.hexdigest()
+
+    def _finish(self) -> None:
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self._fh.close()
+
+    def discard(self) -> None:
+        if not self._fh.closed:
+            self._fh.close()
+        self.path.unlink(missing_ok=True)
+
+
+class LocalBlobStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        (self.root / TEMP_DIR).mkdir(parents=True, exist_ok=True)
+        (self.root / FILES_DIR).mkdir(parents=True, exist_ok=True)
+
+    def path_for(self, project: str, file_id: str) -> Path:
+        digest = _digest(file_id)
+        path = self.root / FILES_DIR / _digest(project)[:16] / digest[:2] / digest
+        # Defence in depth: every component is server-made, but never leave the root.
+        if not path.resolve().is_relative_to(self.root):
+            raise ValueError("blob path escapes the store")
+        return path
+
+    def new_writer(self) -> BlobWriter:
+        return BlobWriter(self.root / TEMP_DIR / f"{uuid.uuid4().hex}.tmp")
+
+    async def commit(self, writer: BlobWriter, project: str, file_id: str) -> Path:
+        """fsync the temp file, rename it to the blob's path and fsync the directory.
+        On failure the temp file is removed; an fsync error is never retried."""
+        final = self.path_for(project, file_id)
+        try:
+            await asyncio.to_thread(self._commit_sync, writer, final)
+        except BaseException:
+            writer.discard()
+            raise
+        return final
+
+    @staticmethod
+    def _commit_sync(writer: BlobWriter, final: Path) -> None:
+        writer._finish()
+        final.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(writer.path, final)
+        dir_fd = os.open(final.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def exists(self, project: str, file_id: str) -> bool:
+        return self.path_for(project, file_id).is_file()
+
+    async def delete(self, project: str, file_id: str) -> None:
+        await asyncio.to_thread(self.path_for(project, file_id).unlink, True)
+
+    def sweep_temp(self, older_than_seconds: float = 0) -> int:
+        """Remove temp files left by uploads that died with the process."""
+        cutoff = time.time() - older_than_seconds
+        removed = 0
+        for tmp in (self.root / TEMP_DIR).glob("*.tmp"):
+            try:
+                if tmp.stat().st_mtime <= cutoff:
+                    tmp.unlink()
+                    removed += 1
+            except FileNotFoundError:
+                pass
+        return removed

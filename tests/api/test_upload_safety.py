@@ -1,0 +1,126 @@
+"""Upload limits and failures: 413s in OpenAI's envelope, and nothing left behind when an upload
+fails, is aborted, or meets a locked database."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import time
+
+import openai
+import pytest
+
+from tests.support import db
+from tests.support.server import ServerProcess
+
+MB = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def small_server(start_server):
+    return start_server(
+        {
+            "BATCHD_MAX_FILE_BYTES": str(4 * MB),
+            "BATCHD_MAX_BATCH_FILE_BYTES": str(1 * MB),
+            "BATCHD_SQLITE_BUSY_TIMEOUT_MS": "300",
+        }
+    )
+
+
+@pytest.fixture
+def small_client(small_server):
+    return openai.OpenAI(base_url=small_server.base_url, api_key="any", max_retries=0)
+
+
+def _file_rows(server) -> int:
+    return db.execute(server, "SELECT count(*) FROM files")[0][0]
+
+
+def test_batch_file_over_its_limit_is_413_while_streaming(small_client, small_server):
+    rows, blobs = _file_rows(small_server), db.blob_files(small_server)
+    line = b'{"custom_id": "x", "pad": "' + b"a" * 1000 + b'"}\n'
+    payload = line * (2 * MB // len(line))  # 2 MB: over the 1 MB batch limit, under the 4 MB file limit
+    with pytest.raises(openai.APIStatusError) as info:
+        small_client.files.create(file=("big.jsonl", payload), purpose="batch")
+    assert info.value.status_code == 413
+    assert info.value.body == {
+        "message": f"File is too large: the maximum size for purpose 'batch' is {MB} bytes.",
+        "type": "invalid_request_error",
+        "param": "file",
+        "code": "file_too_large",
+    }
+    assert _file_rows(small_server) == rows
+    assert db.blob_files(small_server) == blobs
+    # The same bytes are fine for a purpose with the larger limit.
+    assert small_client.files.create(file=("big.jsonl", payload), purpose="user_data").bytes == len(payload)
+
+
+def test_file_over_the_global_limit_is_413_before_reading(small_client, small_server):
+    rows, blobs = _file_rows(small_server), db.blob_files(small_server)
+    with pytest.raises(openai.APIStatusError) as info:
+        small_client.files.create(file=("huge.bin", b"\0" * (5 * MB)), purpose="user_data")
+    assert info.value.status_code == 413
+    assert info.value.body["message"] == f"File is too large: the maximum size is {4 * MB} bytes."
+    assert _file_rows(small_server) == rows
+    assert db.blob_files(small_server) == blobs
+
+
+def test_aborted_upload_leaves_no_row_and_no_blob(small_server):
+    rows, blobs = _file_rows(small_server), db.blob_files(small_server)
+    boundary = "b0undary"
+    head = (
+        f"--{boundary}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nuser_data\r\n"
+        f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n"
+        "Content-Type: application/octet-stream\r\n\r\n"
+    ).encode()
+    body_length = len(head) + 3 * MB
+    with socket.create_connection(("127.0.0.1", small_server.port)) as sock:
+        sock.sendall(
+            (
+                "POST /v1/files HTTP/1.1\r\nHost: localhost\r\n"
+                f"Content-Type: multipart/form-data; boundary={boundary}\r\n"
+                f"Content-Length: {body_length}\r\n\r\n"
+            ).encode()
+            + head
+            + b"x" * MB
+        )
+        time.sleep(0.5)  # the server is now mid-stream, with a temp file open
+    deadline = time.monotonic() + 10
+    while db.blob_files(small_server) != blobs and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert db.blob_files(small_server) == blobs
+    assert _file_rows(small_server) == rows
+
+
+@pytest.fixture(scope="module")
+def sqlite_server(tmp_path_factory):
+    """SQLite-only (its single-writer lock is the subject), whatever the session's backend."""
+    server = ServerProcess(
+        tmp_path_factory.mktemp("locked"), env={"BATCHD_SQLITE_BUSY_TIMEOUT_MS": "300"}
+    ).start()
+    yield server
+    server.stop()
+
+
+def test_locked_sqlite_is_503_with_retry_after_and_loses_nothing(sqlite_server):
+    small_server = sqlite_server
+    small_client = openai.OpenAI(base_url=sqlite_server.base_url, api_key="any", max_retries=0)
+    kept = small_client.files.create(file=("kept.jsonl", b"{}\n"), purpose="batch")
+    rows, blobs = _file_rows(small_server), db.blob_files(small_server)
+    locker = sqlite3.connect(small_server.data_dir / "batchd.db", isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(openai.InternalServerError) as info:
+            small_client.files.create(file=("locked.jsonl", b"{}\n"), purpose="batch")
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert info.value.status_code == 503
+    assert info.value.response.headers["retry-after"] == "1"
+    assert info.value.response.headers["x-should-retry"] == "true"
+    assert info.value.body["type"] == "server_error"
+    assert _file_rows(small_server) == rows
+    assert db.blob_files(small_server) == blobs
+    # Once the lock is gone the same request works, and what was stored before is intact.
+    assert small_client.files.create(file=("locked.jsonl", b"{}\n"), purpose="batch").bytes == 3
+    assert small_client.files.content(kept.id).content == b"{}\n"

@@ -1,0 +1,98 @@
+"""Shared fixtures: every user-facing test runs against a real `batchd serve` subprocess, once
+with SQLite and once with Postgres (`backend` parameter)."""
+
+from __future__ import annotations
+
+import os
+
+import openai
+import pytest
+
+from tests.support import postgres
+from tests.support.engines import eager_config
+from tests.support.server import ServerProcess
+
+# CI sets this: Postgres tests must run there, never skip.
+REQUIRE_POSTGRES = os.environ.get("BATCHD_TEST_REQUIRE_POSTGRES") == "1"
+
+KEYS = {"key-a": "proj-a", "key-b": "proj-b", "key-list": "proj-list", "key-batch-list": "proj-batch-list"}
+API_KEYS_ENV = ",".join(f"{k}={p}" for k, p in KEYS.items())
+
+
+@pytest.fixture(scope="session", params=["sqlite", "postgres"])
+def backend(request) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def database_factory(backend):
+    """Returns a function making a fresh database URL for this backend (None = SQLite in data dir)."""
+    created: list[str] = []
+
+    def make() -> str | None:
+        if backend == "sqlite":
+            return None
+        try:
+            url = postgres.create_database()
+        except Exception as exc:  # noqa: BLE001 - any failure to reach Postgres
+            if REQUIRE_POSTGRES:
+                pytest.fail(f"Postgres is required here but unreachable: {exc!r}")
+            pytest.skip(f"Postgres unreachable: {exc!r}")
+        created.append(url)
+        return url
+
+    yield make
+    for url in created:
+        postgres.drop_database(url)
+
+
+@pytest.fixture(scope="session")
+def start_server(tmp_path_factory, database_factory):
+    """Start a server with extra env; stopped at the end of the session."""
+    servers: list[ServerProcess] = []
+
+    def start(env: dict[str, str] | None = None, **kwargs) -> ServerProcess:
+        data_dir = tmp_path_factory.mktemp("batchd")
+        server = ServerProcess(data_dir, database_factory(), env=env, **kwargs).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def server(start_server) -> ServerProcess:
+    """The shared server: three keys for three projects, expiry sweep every half second."""
+    return start_server({"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_SWEEP_INTERVAL": "0.5"})
+
+
+@pytest.fixture
+def client(server) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.base_url, api_key="key-a", max_retries=0)
+
+
+@pytest.fixture
+def client_b(server) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.base_url, api_key="key-b", max_retries=0)
+
+
+@pytest.fixture(scope="session")
+def model_server(start_server, tmp_path_factory) -> ServerProcess:
+    """A server running the two built-in models (engines start once per session and backend).
+    A 3-second completion window exists for expiry tests; batches are capped at 3000 lines; the
+    chat engine runs 16 sequences at a time, so a few hundred lines already queue up."""
+    config = eager_config(tmp_path_factory.mktemp("config") / "models.json",
+                          {"batchd-tiny-chat": {"max_num_seqs": 16}, "all-MiniLM-L6-v2": {}})
+    return start_server(
+        {"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_COMPLETION_WINDOWS": "24h,1h,3s",
+         "BATCHD_MAX_BATCH_LINES": "3000"},
+        models=True,
+        args=["--model", "batchd-tiny-chat", "--model", "all-MiniLM-L6-v2", "--config", str(config)],
+    )
+
+
+@pytest.fixture
+def model_client(model_server) -> openai.OpenAI:
+    return openai.OpenAI(base_url=model_server.base_url, api_key="key-a", max_retries=0)
