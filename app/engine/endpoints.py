@@ -1,0 +1,43 @@
+"""The batch endpoints batchd can run, and the one way to spell them.
+
+Batch lines name an endpoint by URL. OpenAI uses ``/v1/chat/completions``;
+Azure OpenAI's batch files use ``/chat/completions``; vLLM mounts score and
+rerank at ``/score`` and ``/rerank`` as well as under ``/v1``. Everything inside
+batchd compares the canonical ``/v1/...`` form returned by
+:func:`normalize_endpoint`.
+"""
+
+from __future__ import annotations
+
+CHAT_COMPLETIONS = "/v1/chat/completions"
+COMPLETIONS = "/v1/completions"
+EMBEDDINGS = "/v1/embeddings"
+SCORE = "/v1/score"
+RERANK = "/v1/rerank"
+RESPONSES = "/v1/responses"
+
+ALL_ENDPOINTS: frozenset[str] = frozenset(
+    {CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, SCORE, RERANK, RESPONSES}
+)
+
+# Which endpoints a vLLM engine serves, keyed by the task names vLLM reports
+# from `get_supported_tasks()` (mirrors the routers `vllm serve` registers).
+GENERATE_ENDPOINTS: frozenset[str] = frozenset({CHAT_COMPLETIONS, COMPLETIONS, RESPONSES})
+EMBED_ENDPOINTS: frozenset[str] = frozenset({EMBEDDINGS})
+SCORING_ENDPOINTS: frozenset[str] = frozenset({SCORE, RERANK})
+
+
+def normalize_endpoint(url: str) -> str | None:
+    """Return the canonical ``/v1/...`` form of a batch endpoint, or None if unknown.
+
+    Accepts ``/v1/x`` and Azure-style ``/x``, tolerating a trailing slash and
+    a query string, which some clients leave on the URL.
+    """
+    if not isinstance(url, str):
+        return None
+    path = url.split("?", 1)[0].strip().rstrip("/")
+    if not path.startswith("/"):
+        path = "/" + path
+    if not path.startswith("/v1/"):
+        path = "/v1" + path
+    return path if path in ALL_ENDPOINTS else None

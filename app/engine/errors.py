@@ -1,0 +1,36 @@
+"""Exceptions the engine layer raises instead of producing a result line.
+
+A failing *line* is never an exception: :meth:`EngineRegistry.execute` turns it
+into a :class:`~app.engine.results.LineResult` with an error body. These are
+the cases where writing an error line would be wrong.
+"""
+
+from __future__ import annotations
+
+
+class EngineError(Exception):
+    """Base class for engine-layer failures that are not a line's own fault."""
+
+
+class EngineDeadError(EngineError):
+    """The model's engine died; the line did not fail and must be retried.
+
+    The worker should stop feeding this engine, keep the line unfinished and
+    let the batch resume (in this process after a restart, or elsewhere).
+    """
+
+    def __init__(self, model: str, message: str = "") -> None:
+        self.model = model
+        super().__init__(message or f"The engine for model {model!r} is dead.")
+
+
+class RequestAborted(EngineError):
+    """The request was aborted through :meth:`EngineRegistry.abort` (e.g. cancel)."""
+
+    def __init__(self, request_id: str) -> None:
+        self.request_id = request_id
+        super().__init__(f"Request {request_id!r} was aborted.")
+
+
+class EngineNotReadyError(EngineError):
+    """``execute`` was called before ``start`` finished or after ``shutdown``."""

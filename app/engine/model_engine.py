@@ -1,0 +1,189 @@
+"""One running model: its ``AsyncLLM`` plus vLLM's serving objects for it.
+
+:meth:`ModelEngine.run` answers one request body the way the matching
+``vllm serve`` route does — same handler call, same status code, same JSON
+body, same mapping of exceptions to error envelopes — minus HTTP itself.
+"""
+
+from __future__ import annotations
+
+import json
+from http import HTTPStatus
+from types import SimpleNamespace
+from typing import Any
+
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+from starlette.datastructures import State
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from vllm.entrypoints.serve import create_error_response
+from vllm.entrypoints.serve.engine.protocol import ErrorResponse
+from vllm.entrypoints.serve.exception_handling.handlers.validation import (
+    validation_exception_handler,
+)
+from vllm.v1.engine.async_llm import AsyncLLM
+from vllm.v1.engine.exceptions import EngineDeadError as VllmEngineDeadError
+
+from app.engine.endpoints import (
+    CHAT_COMPLETIONS,
+    COMPLETIONS,
+    EMBEDDINGS,
+    RERANK,
+    RESPONSES,
+    SCORE,
+)
+from app.engine.requests import parse_request
+from app.engine.specs import ModelSpec
+
+# The app.state attribute holding each endpoint's handler (as vLLM's routers read it).
+_HANDLER_ATTRS: dict[str, str] = {
+    CHAT_COMPLETIONS: "openai_serving_chat",
+    COMPLETIONS: "openai_serving_completion",
+    RESPONSES: "openai_serving_responses",
+    EMBEDDINGS: "serving_embedding",
+    SCORE: "serving_scores",
+    RERANK: "serving_scores",
+}
+
+Reply = tuple[int, dict[str, Any]]
+
+
+class ModelEngine:
+    """A started vLLM engine for one served model name."""
+
+    def __init__(
+        self,
+        *,
+        spec: ModelSpec,
+        llm: AsyncLLM,
+        state: State,
+        supported_tasks: tuple[str, ...],
+    ) -> None:
+        self.spec = spec
+        self.llm = llm
+        self.state = state
+        self.supported_tasks = supported_tasks
+        self.endpoints: frozenset[str] = frozenset(
+            endpoint
+            for endpoint, attr in _HANDLER_ATTRS.items()
+            if getattr(state, attr, None) is not None
+        )
+        # Stand-in for the FastAPI request vLLM's exception handlers inspect.
+        self._handler_request = SimpleNamespace(app=SimpleNamespace(state=state), state=SimpleNamespace())
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def max_num_seqs(self) -> int:
+        return int(self.llm.vllm_config.scheduler_config.max_num_seqs)
+
+    @property
+    def max_model_len(self) -> int:
+        return int(self.llm.model_config.max_model_len)
+
+    @property
+    def errored(self) -> bool:
+        return bool(self.llm.errored)
+
+    async def run(self, endpoint: str, body: dict[str, Any]) -> Reply:
+        """Answer ``body`` sent to canonical ``endpoint`` as ``vllm serve`` would.
+
+        Raises vLLM's ``EngineDeadError`` (the caller must not record a line
+        for it) and ``CancelledError``; every other failure becomes a reply.
+        """
+        try:
+            request = parse_request(endpoint, body)
+        except ValidationError as exc:
+            return await self._validation_reply(exc)
+        if getattr(request, "stream", False):
+            # run_batch refuses streams too: a batch line holds one JSON body.
+            return _reply_for(
+                create_error_response(
+                    "Streaming is not supported in batch requests; "
+                    "omit stream or set it to false.",
+                    param="stream",
+                )
+            )
+        try:
+            return await self._dispatch(endpoint, request)
+        except VllmEngineDeadError:
+            raise
+        except Exception as exc:
+            # What vLLM's generic exception handler answers.
+            return _reply_for(create_error_response(exc))
+
+    async def _dispatch(self, endpoint: str, request: Any) -> Reply:
+        handler = getattr(self.state, _HANDLER_ATTRS[endpoint], None)
+        if handler is None:
+            # `vllm serve` has no such route for this model: 404.
+            return _reply_for(
+                create_error_response(
+                    f"The model `{self.name}` does not support {endpoint}.",
+                    err_type="NotFoundError",
+                    status_code=HTTPStatus.NOT_FOUND,
+                    param="model",
+                )
+            )
+        if endpoint == CHAT_COMPLETIONS:
+            result = await handler.create_chat_completion(request, None)
+        elif endpoint == COMPLETIONS:
+            result = await handler.create_completion(request, None)
+        elif endpoint == RESPONSES:
+            result = await handler.create_responses(request, None)
+        else:
+            # Pooling handlers return a finished HTTP response and raise on error.
+            return _response_reply(await handler(request, None))
+
+        if isinstance(result, ErrorResponse):
+            return _reply_for(result)
+        if not hasattr(result, "model_dump"):
+            await _close_stream(result)
+            raise ValueError("The handler returned a stream for a non-streaming request.")
+        if endpoint == RESPONSES:
+            # The responses route dumps by alias in JSON mode; the others do not.
+            return HTTPStatus.OK, _render(result.model_dump(mode="json", by_alias=True))
+        return HTTPStatus.OK, _render(result.model_dump())
+
+    async def _validation_reply(self, exc: ValidationError) -> Reply:
+        # FastAPI reports body errors under a "body" location prefix.
+        errors = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
+        response = await validation_exception_handler(
+            self._handler_request, RequestValidationError(errors)
+        )
+        return _response_reply(response)
+
+    def shutdown(self) -> None:
+        """Stop the engine core processes (blocking, bounded by vLLM's timeout)."""
+        self.llm.shutdown(timeout=self.llm.vllm_config.shutdown_timeout)
+
+
+def _render(content: Any) -> dict[str, Any]:
+    """The JSON object the route's JSONResponse would put on the wire."""
+    return json.loads(JSONResponse(content=content).body)
+
+
+def error_reply(
+    message: str, err_type: str, status: HTTPStatus, param: str | None = None
+) -> Reply:
+    """An error reply in vLLM's envelope, for failures decided outside a handler."""
+    return _reply_for(
+        create_error_response(message, err_type=err_type, status_code=status, param=param)
+    )
+
+
+def _reply_for(error: ErrorResponse) -> Reply:
+    return int(error.error.code), _render(error.model_dump())
+
+
+def _response_reply(response: Response) -> Reply:
+    if isinstance(response, StreamingResponse):
+        raise ValueError("The handler returned a byte stream, which a batch line cannot hold.")
+    return int(response.status_code), json.loads(response.body)
+
+
+async def _close_stream(result: Any) -> None:
+    aclose = getattr(result, "aclose", None)
+    if aclose is not None:
+        await aclose()

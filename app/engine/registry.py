@@ -1,0 +1,296 @@
+"""EngineRegistry: the models this process serves and the one way to run a line.
+
+The worker and the API talk to vLLM only through this class:
+
+    registry = EngineRegistry()
+    await registry.start(resolve_model_specs(args.model, args.config, data_dir=d))
+    problem = registry.validate_line("/v1/chat/completions", body)    # at validation
+    result = await registry.execute("/v1/chat/completions", body, "req_1")  # per line
+    await registry.abort("req_1")                                      # on cancel
+    await registry.shutdown()
+
+All methods must be called from the event loop that ran ``start``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from http import HTTPStatus
+from typing import Any
+
+from vllm.utils.gc_utils import freeze_gc_heap
+from vllm.v1.engine.exceptions import EngineDeadError as VllmEngineDeadError
+
+from app.engine import launch
+from app.engine.endpoints import ALL_ENDPOINTS, normalize_endpoint
+from app.engine.errors import EngineDeadError, EngineNotReadyError, RequestAborted
+from app.engine.model_engine import ModelEngine, error_reply
+from app.engine.requests import body_problem
+from app.engine.results import (
+    INVALID_REQUEST,
+    INVALID_URL,
+    MISSING_REQUIRED_PARAMETER,
+    MODEL_NOT_FOUND,
+    STREAMING_UNSUPPORTED,
+    UNSUPPORTED_ENDPOINT,
+    LineProblem,
+    LineResult,
+    Usage,
+)
+from app.engine.specs import ModelConfigError, ModelSpec
+
+logger = logging.getLogger(__name__)
+
+# Lines in flight per engine, as a multiple of its max_num_seqs: the surplus
+# waits in vLLM's queue so the scheduler always has work while the worker
+# records finished lines and reads the next ones.
+_WINDOW_PER_SEQ = 2
+
+
+class EngineRegistry:
+    """One vLLM ``AsyncLLM`` per served model, in this process."""
+
+    def __init__(self) -> None:
+        self._engines: dict[str, ModelEngine] = {}
+        self._created: dict[str, int] = {}
+        self._inflight: dict[str, asyncio.Task[tuple[int, dict[str, Any]]]] = {}
+        self._aborted: set[str] = set()
+        self._ready = False
+        self._closed = False
+
+    # -- lifecycle ---------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """True once every engine has started, until shutdown or an engine death."""
+        return self._ready and not any(e.errored for e in self._engines.values())
+
+    async def start(self, specs: Sequence[ModelSpec]) -> None:
+        """Start an engine for every spec; on any failure stop those started and raise."""
+        if self._engines or self._closed:
+            raise RuntimeError("An EngineRegistry can be started once.")
+        names = [spec.name for spec in specs]
+        if not names:
+            raise ModelConfigError("No model to serve.")
+        if len(set(names)) != len(names):
+            raise ModelConfigError(f"Served model names must be unique: {names}.")
+        # One at a time: each start already saturates the CPU (imports, warm-up
+        # compilation), and a failure leaves fewer engines to unwind.
+        try:
+            for spec in specs:
+                engine = await launch.start_model_engine(spec, engines_in_process=len(specs))
+                self._engines[spec.name] = engine
+                self._created[spec.name] = int(time.time())
+                if self._closed:
+                    raise EngineNotReadyError("shutdown() was called while the engines were starting.")
+        except BaseException:
+            await self.shutdown()
+            raise
+        # As `vllm serve` does after start-up: move the millions of objects from imports and
+        # engine set-up out of the collector's reach, so the collections that per-line garbage
+        # triggers do not rescan them (they were a visible share of the front-end's samples).
+        freeze_gc_heap()
+        self._ready = True
+
+    async def shutdown(self) -> None:
+        """Abort everything in flight and stop all engines. Safe to call twice,
+        and during ``start`` (which then stops the engines it starts and raises)."""
+        self._ready = False
+        self._closed = True
+        inflight = list(self._inflight.items())
+        for request_id, task in inflight:
+            self._aborted.add(request_id)
+            task.cancel()
+        if inflight:
+            # Let vLLM abort them while the engine cores are still up.
+            await asyncio.wait([task for _, task in inflight], timeout=10)
+        engines, self._engines = list(self._engines.values()), {}
+        self._created.clear()
+        for engine in engines:
+            try:
+                # On the loop thread, as vLLM does: from a worker thread the
+                # engine's output handler would run meanwhile, see the core
+                # vanish and log a spurious "engine dead" traceback.
+                engine.shutdown()
+            except Exception:
+                logger.exception("Shutting down the engine for %s failed", engine.name)
+
+    # -- what is served ----------------------------------------------------
+
+    def model_cards(self) -> list[dict[str, Any]]:
+        """The ``data`` of ``GET /v1/models``."""
+        return [
+            {"id": name, "object": "model", "created": self._created[name], "owned_by": "batchd"}
+            for name in self._engines
+        ]
+
+    def endpoints_for(self, model: str) -> set[str]:
+        """Canonical endpoints ``model`` can serve (empty if it is not served)."""
+        engine = self._engines.get(model)
+        return set(engine.endpoints) if engine else set()
+
+    def suggested_concurrency(self, model: str) -> int:
+        """How many lines of ``model`` the worker should keep in flight."""
+        engine = self._require_engine(model)
+        return max(1, engine.max_num_seqs * _WINDOW_PER_SEQ)
+
+    def max_model_len(self, model: str) -> int:
+        """The context length ``model`` was started with."""
+        return self._require_engine(model).max_model_len
+
+    # -- lines -------------------------------------------------------------
+
+    def validate_line(self, endpoint: str, body: Any) -> LineProblem | None:
+        """Why a batch line would be refused, or None; cheap and engine-free.
+
+        Codes (see :mod:`app.engine.results`): ``invalid_url`` (param ``url``)
+        for an endpoint batchd does not run; ``invalid_request`` for a body
+        that is not an object or fails vLLM's request schema (param: dotted
+        path of the first bad field, e.g. ``body.messages``);
+        ``missing_required_parameter`` / ``model_not_found`` (param
+        ``body.model``); ``unsupported_endpoint`` (param ``url``) when the
+        model cannot serve the endpoint (e.g. chat on an embedding model);
+        ``streaming_unsupported`` (param ``body.stream``).
+        """
+        self._require_ready()
+        canonical = normalize_endpoint(endpoint)
+        if canonical is None:
+            supported = ", ".join(sorted(ALL_ENDPOINTS))
+            return LineProblem(
+                INVALID_URL, f"Unsupported url {endpoint!r}; supported: {supported}.", "url"
+            )
+        if not isinstance(body, dict):
+            return LineProblem(INVALID_REQUEST, "body must be a JSON object.", "body")
+        model = body.get("model")
+        if model is None:
+            return LineProblem(
+                MISSING_REQUIRED_PARAMETER, "Missing required parameter: 'model'.", "body.model"
+            )
+        if not isinstance(model, str):
+            return LineProblem(INVALID_REQUEST, "body.model must be a string.", "body.model")
+        engine = self._engines.get(model)
+        if engine is None:
+            served = ", ".join(self._engines)
+            return LineProblem(
+                MODEL_NOT_FOUND,
+                f"The model {model!r} does not exist. Served models: {served}.",
+                "body.model",
+            )
+        if canonical not in engine.endpoints:
+            supported = ", ".join(sorted(engine.endpoints)) or "none"
+            return LineProblem(
+                UNSUPPORTED_ENDPOINT,
+                f"The model {model!r} does not support {canonical} (it supports: {supported}).",
+                "url",
+            )
+        if body.get("stream") is True:
+            return LineProblem(
+                STREAMING_UNSUPPORTED,
+                "Streaming is not supported in batch requests; omit stream or set it to false.",
+                "body.stream",
+            )
+        return body_problem(canonical, body)
+
+    async def execute(self, endpoint: str, body: Any, request_id: str) -> LineResult:
+        """Run one line and return what ``vllm serve`` would have answered.
+
+        Never raises for a line's own failure (that is a non-200 result).
+        Raises :class:`RequestAborted` if :meth:`abort` stopped it,
+        :class:`EngineDeadError` if the model's engine died (do not record a
+        line; resume later), :class:`EngineNotReadyError` before ``start``.
+        """
+        self._require_ready()
+        canonical = normalize_endpoint(endpoint)
+        if canonical is None:
+            # `vllm serve` has no such route.
+            status, reply = error_reply("Not Found", "Not Found", HTTPStatus.NOT_FOUND)
+            return LineResult(status, reply)
+        if not isinstance(body, dict):
+            status, reply = error_reply(
+                "The request body must be a JSON object.", "Bad Request", HTTPStatus.BAD_REQUEST
+            )
+            return LineResult(status, reply)
+        engine = self._route(canonical, body.get("model"))
+        if engine is None:
+            served = ", ".join(self._engines)
+            status, reply = error_reply(
+                f"The model `{body.get('model')}` does not exist. Valid aliases: {served}.",
+                "NotFoundError",
+                HTTPStatus.NOT_FOUND,
+                param="model",
+            )
+            return LineResult(status, reply)
+        if engine.errored:
+            raise EngineDeadError(engine.name)
+        if request_id in self._inflight:
+            raise ValueError(f"Request {request_id!r} is already in flight.")
+
+        # The engine call runs in its own task so abort() can cancel exactly
+        # this request (vLLM aborts a cancelled generation in the engine core)
+        # and be told apart from a cancellation of the caller.
+        task = asyncio.create_task(engine.run(canonical, body), name=f"batchd-line-{request_id}")
+        self._inflight[request_id] = task
+        caller = asyncio.current_task()
+        try:
+            try:
+                status, reply = await task
+            except VllmEngineDeadError as exc:
+                raise EngineDeadError(engine.name) from exc
+            except asyncio.CancelledError:
+                if request_id not in self._aborted or (caller is not None and caller.cancelling()):
+                    raise
+                raise RequestAborted(request_id) from None
+            # vLLM's serving classes catch a cancellation and return a
+            # "Client disconnected" body, so the task may end normally even
+            # though it was cancelled: decide from who asked for it.
+            if caller is not None and caller.cancelling():
+                raise asyncio.CancelledError()
+            if request_id in self._aborted:
+                raise RequestAborted(request_id)
+        finally:
+            self._inflight.pop(request_id, None)
+            self._aborted.discard(request_id)
+
+        # Serving classes turn most exceptions into a 500 body; when the engine
+        # is gone that is not the line's failure.
+        if status != HTTPStatus.OK and engine.errored:
+            raise EngineDeadError(engine.name)
+        usage = Usage.from_body(canonical, reply) if status == HTTPStatus.OK else Usage()
+        return LineResult(status_code=int(status), body=reply, usage=usage)
+
+    async def abort(self, request_id: str) -> bool:
+        """Abort the in-flight line ``request_id``; False if it is not running.
+
+        Its ``execute`` raises :class:`RequestAborted`; vLLM frees its slot.
+        """
+        task = self._inflight.get(request_id)
+        if task is None or task.done():
+            return False
+        self._aborted.add(request_id)
+        task.cancel()
+        return True
+
+    # -- helpers -----------------------------------------------------------
+
+    def _route(self, endpoint: str, model: Any) -> ModelEngine | None:
+        if isinstance(model, str):
+            return self._engines.get(model)
+        if model is None:
+            # vLLM serves its only model when none is named; do the same when
+            # exactly one engine can answer this endpoint.
+            candidates = [e for e in self._engines.values() if endpoint in e.endpoints]
+            return candidates[0] if len(candidates) == 1 else None
+        return None
+
+    def _require_ready(self) -> None:
+        if not self._ready:
+            raise EngineNotReadyError("The engines are not started (or were shut down).")
+
+    def _require_engine(self, model: str) -> ModelEngine:
+        engine = self._engines.get(model)
+        if engine is None:
+            raise KeyError(f"Model {model!r} is not served.")
+        return engine

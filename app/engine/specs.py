@@ -1,0 +1,175 @@
+"""What to serve: :class:`ModelSpec`, ``--model`` strings and the model config file.
+
+``--model`` (repeatable) takes ``PATH_OR_HUB_ID`` or ``SERVED_NAME=PATH_OR_HUB_ID``.
+Without a served name, a local directory is served under its folder name and a
+hub id under the id itself (``Qwen/Qwen2.5-0.5B-Instruct``). The name of a
+built-in model (``batchd-tiny-chat``, ``all-MiniLM-L6-v2``) selects it.
+
+Config file (``--config FILE``; YAML, or JSON since JSON is YAML) maps served
+names to engine options::
+
+    models:
+      my-chat:                         # the served name (body.model)
+        path: /models/qwen2.5-0.5b     # local folder or hub id; default: the name
+        runner: generate               # generate | pooling | auto (default auto)
+        dtype: bfloat16                # default: float32 on CPU, auto elsewhere
+        max_model_len: 4096            # default: the model's own limit
+        kv_cache_gib: 4                # KV cache size for this engine, in GiB
+        gpu_memory_utilization: 0.4    # or: share of device memory (CPU: of the
+                                       # NUMA node's memory) for this engine
+        max_num_seqs: 64               # shortcut for engine_args.max_num_seqs
+        engine_args:                   # any other `vllm serve` option, by its
+          enforce_eager: true          # Python name (dashes become underscores)
+      all-MiniLM-L6-v2:                # a built-in name: options apply to it
+        max_model_len: 256
+
+Entries whose name also appears in ``--model`` only add options to it; the
+others are served as well. If neither ``--model`` nor the config names a
+model, the built-in models are served.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+Runner = Literal["auto", "generate", "pooling"]
+RUNNERS: tuple[str, ...] = ("auto", "generate", "pooling")
+
+_SIMPLE_OPTIONS = {
+    "path": str,
+    "runner": str,
+    "dtype": str,
+    "max_model_len": int,
+    "kv_cache_gib": (int, float),
+    "gpu_memory_utilization": (int, float),
+    "max_num_seqs": int,
+}
+
+
+class ModelConfigError(ValueError):
+    """A ``--model`` string or config file entry is malformed."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model to serve and the engine options to start it with.
+
+    ``kv_cache_gib`` and ``gpu_memory_utilization`` are alternatives; with
+    neither set the registry picks a small per-engine default so several
+    engines fit in one process. ``engine_args`` carries any other
+    ``vllm serve`` option (engine or frontend) by its Python name.
+    ``builder`` makes the model files on first use (built-in models only).
+    """
+
+    name: str
+    path: str
+    runner: Runner = "auto"
+    dtype: str | None = None
+    max_model_len: int | None = None
+    kv_cache_gib: float | None = None
+    gpu_memory_utilization: float | None = None
+    engine_args: Mapping[str, Any] = field(default_factory=dict)
+    builder: Callable[[Path], Path] | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ModelConfigError("A model's served name must not be empty.")
+        if self.runner not in RUNNERS:
+            raise ModelConfigError(
+                f"Model {self.name!r}: runner must be one of {', '.join(RUNNERS)}, "
+                f"not {self.runner!r}."
+            )
+        if self.kv_cache_gib is not None and self.gpu_memory_utilization is not None:
+            raise ModelConfigError(
+                f"Model {self.name!r}: set kv_cache_gib or gpu_memory_utilization, not both."
+            )
+
+    def with_options(self, options: Mapping[str, Any]) -> ModelSpec:
+        """Return a copy with config-file ``options`` (already checked) applied."""
+        options = dict(options)
+        engine_args = {**self.engine_args, **options.pop("engine_args", {})}
+        if "max_num_seqs" in options:
+            engine_args["max_num_seqs"] = options.pop("max_num_seqs")
+        if "kv_cache_gib" in options:
+            options.setdefault("gpu_memory_utilization", None)
+        elif "gpu_memory_utilization" in options:
+            options.setdefault("kv_cache_gib", None)
+        if "path" in options and options["path"] != self.path:
+            # New files: the built-in builder no longer applies.
+            options["builder"] = None
+        return replace(self, engine_args=engine_args, **options)
+
+
+def parse_model_arg(value: str) -> tuple[str, str]:
+    """Split a ``--model`` value into ``(served_name, path_or_hub_id)``."""
+    value = value.strip()
+    if not value:
+        raise ModelConfigError("--model must not be empty.")
+    name, sep, path = value.partition("=")
+    # Only a left side without slashes is a served name; paths may contain '='.
+    if sep and name and "/" not in name and path:
+        return name.strip(), path.strip()
+    return default_served_name(value), value
+
+
+def default_served_name(path_or_id: str) -> str:
+    """The served name of a model given without one (see module docstring)."""
+    local = Path(path_or_id).expanduser()
+    if local.is_dir():
+        return local.resolve().name
+    return path_or_id
+
+
+def load_model_config(source: str | Path | Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Read a config file (or an already-parsed mapping) into ``{name: options}``.
+
+    Raises :class:`ModelConfigError` on unknown keys or wrong types, so a typo
+    fails at start-up instead of being silently ignored.
+    """
+    if source is None:
+        return {}
+    if isinstance(source, Mapping):
+        data: Any = source
+        where = "model config"
+    else:
+        import yaml
+
+        where = str(source)
+        try:
+            data = yaml.safe_load(Path(source).read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ModelConfigError(f"Cannot read model config {where}: {exc}") from exc
+    if not isinstance(data, Mapping):
+        raise ModelConfigError(f"{where}: the top level must be a mapping.")
+    unknown = set(data) - {"models"}
+    if unknown:
+        raise ModelConfigError(f"{where}: unknown top-level keys {sorted(unknown)}.")
+    models = data.get("models") or {}
+    if not isinstance(models, Mapping):
+        raise ModelConfigError(f"{where}: 'models' must map served names to options.")
+    return {str(name): _check_options(where, str(name), opts) for name, opts in models.items()}
+
+
+def _check_options(where: str, name: str, options: Any) -> dict[str, Any]:
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise ModelConfigError(f"{where}: options of model {name!r} must be a mapping.")
+    checked: dict[str, Any] = {}
+    for key, value in options.items():
+        if key == "engine_args":
+            if not isinstance(value, Mapping):
+                raise ModelConfigError(f"{where}: {name}.engine_args must be a mapping.")
+            checked[key] = {str(k).replace("-", "_"): v for k, v in value.items()}
+            continue
+        expected = _SIMPLE_OPTIONS.get(key)
+        if expected is None:
+            allowed = ", ".join([*_SIMPLE_OPTIONS, "engine_args"])
+            raise ModelConfigError(f"{where}: unknown option {name}.{key} (allowed: {allowed}).")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, expected)):
+            raise ModelConfigError(f"{where}: {name}.{key} has the wrong type ({value!r}).")
+        checked[key] = float(value) if key in ("kv_cache_gib", "gpu_memory_utilization") and value is not None else value
+    return checked

@@ -1,0 +1,54 @@
+"""Endpoint spelling and usage extraction (no engine needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.engine import Usage, normalize_endpoint
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("/v1/chat/completions", "/v1/chat/completions"),
+        ("/chat/completions", "/v1/chat/completions"),
+        ("/v1/embeddings/", "/v1/embeddings"),
+        ("/embeddings?api-version=2024-10-21", "/v1/embeddings"),
+        ("/score", "/v1/score"),
+        ("/rerank", "/v1/rerank"),
+        ("/v1/responses", "/v1/responses"),
+        ("/v1/completions", "/v1/completions"),
+        ("/v1/moderations", None),
+        ("/v2/rerank", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_normalize_endpoint(url, expected):
+    assert normalize_endpoint(url) == expected
+
+
+def test_usage_from_bodies():
+    chat = {
+        "usage": {
+            "prompt_tokens": 7,
+            "completion_tokens": 5,
+            "total_tokens": 12,
+            "prompt_tokens_details": {"cached_tokens": 3},
+        }
+    }
+    responses = {
+        "usage": {
+            "input_tokens": 4,
+            "output_tokens": 6,
+            "input_tokens_details": {"cached_tokens": 1},
+            "output_tokens_details": {"reasoning_tokens": 2},
+        }
+    }
+    embeddings = {"usage": {"prompt_tokens": 9, "total_tokens": 9, "completion_tokens": 0}}
+
+    assert Usage.from_body("/v1/chat/completions", chat) == Usage(7, 5, 3, 0)
+    assert Usage.from_body("/v1/responses", responses) == Usage(4, 6, 1, 2)
+    assert Usage.from_body("/v1/embeddings", embeddings) == Usage(9, 0, 0, 0)
+    assert Usage.from_body("/v1/rerank", {"usage": {"prompt_tokens": 2}}).total_tokens == 2
+    assert Usage.from_body("/v1/completions", {}) == Usage()

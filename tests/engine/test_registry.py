@@ -1,0 +1,251 @@
+"""EngineRegistry against real vLLM engines on the two built-in models.
+
+Engines start once for the module (see conftest). The engine-death test must
+stay last: it kills the engines the other tests share.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+
+import psutil
+import pytest
+
+from app.engine import (
+    MINILM_NAME,
+    TINY_CHAT_NAME,
+    EngineDeadError,
+    EngineNotReadyError,
+    EngineRegistry,
+    RequestAborted,
+)
+
+CHAT = "/v1/chat/completions"
+
+
+def chat_body(content: str = "Hello, who are you?", **extra):
+    return {
+        "model": TINY_CHAT_NAME,
+        "messages": [{"role": "user", "content": content}],
+        "max_tokens": 12,
+        "temperature": 0,
+        **extra,
+    }
+
+
+def test_models_and_endpoints(registry):
+    cards = registry.model_cards()
+    assert [c["id"] for c in cards] == [TINY_CHAT_NAME, MINILM_NAME]
+    assert all(c["object"] == "model" and isinstance(c["created"], int) for c in cards)
+    assert all(set(c) == {"id", "object", "created", "owned_by"} for c in cards)
+
+    assert registry.ready
+    assert registry.endpoints_for(TINY_CHAT_NAME) == {
+        "/v1/chat/completions",
+        "/v1/completions",
+        "/v1/responses",
+    }
+    assert registry.endpoints_for(MINILM_NAME) == {"/v1/embeddings", "/v1/score", "/v1/rerank"}
+    assert registry.endpoints_for("nope") == set()
+    assert registry.suggested_concurrency(TINY_CHAT_NAME) >= 2
+
+
+def test_chat_completion(registry, run):
+    result = run(registry.execute(CHAT, chat_body(), "chat-1"))
+
+    assert result.status_code == 200, result.body
+    body = result.body
+    assert body["object"] == "chat.completion"
+    assert body["id"].startswith("chatcmpl-")
+    assert body["model"] == TINY_CHAT_NAME
+    assert body["choices"][0]["message"]["role"] == "assistant"
+    assert isinstance(body["choices"][0]["message"]["content"], str)
+    assert body["usage"]["completion_tokens"] == 12
+    assert result.usage.input_tokens == body["usage"]["prompt_tokens"] > 0
+    assert result.usage.output_tokens == 12
+
+
+def test_temperature_zero_is_deterministic(registry, run):
+    async def two():
+        return await asyncio.gather(
+            registry.execute(CHAT, chat_body("Tell me a story"), "det-1"),
+            registry.execute(CHAT, chat_body("Tell me a story"), "det-2"),
+        )
+
+    first, second = run(two())
+    third = run(registry.execute(CHAT, chat_body("Tell me a story"), "det-3"))
+    texts = {r.body["choices"][0]["message"]["content"] for r in (first, second, third)}
+    assert len(texts) == 1
+
+
+def test_completion_azure_style_url(registry, run):
+    body = {"model": TINY_CHAT_NAME, "prompt": "Once upon a time", "max_tokens": 5, "temperature": 0}
+    result = run(registry.execute("/completions", body, "cmpl-1"))
+
+    assert result.status_code == 200, result.body
+    assert result.body["object"] == "text_completion"
+    assert isinstance(result.body["choices"][0]["text"], str)
+    assert result.usage.output_tokens == 5
+
+
+def test_responses(registry, run):
+    body = {"model": TINY_CHAT_NAME, "input": "Hello", "max_output_tokens": 6, "temperature": 0}
+    result = run(registry.execute("/v1/responses", body, "resp-1"))
+
+    assert result.status_code == 200, result.body
+    assert result.body["object"] == "response"
+    assert result.body["id"].startswith("resp_")
+    assert result.body["output"][0]["type"] == "message"
+    assert result.usage.input_tokens > 0 and result.usage.output_tokens == 6
+
+
+def test_embeddings(registry, run):
+    body = {"model": MINILM_NAME, "input": ["A cat sits on the mat.", "A kitten rests on a rug.", "Stock prices fell."]}
+    result = run(registry.execute("/v1/embeddings", body, "emb-1"))
+
+    assert result.status_code == 200, result.body
+    assert result.body["object"] == "list"
+    vectors = [item["embedding"] for item in result.body["data"]]
+    assert [len(v) for v in vectors] == [384, 384, 384]
+    assert result.usage.input_tokens > 0 and result.usage.output_tokens == 0
+
+    def cosine(a, b):
+        return sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+    # Real embeddings: paraphrases are closer than unrelated sentences.
+    assert cosine(vectors[0], vectors[1]) > cosine(vectors[0], vectors[2]) + 0.3
+
+
+def test_score_and_rerank(registry, run):
+    score = run(
+        registry.execute(
+            "/score",
+            {"model": MINILM_NAME, "queries": "a cat", "documents": ["a kitten", "a truck"]},
+            "score-1",
+        )
+    )
+    rerank = run(
+        registry.execute(
+            "/v1/rerank",
+            {"model": MINILM_NAME, "query": "a cat", "documents": ["a truck", "a kitten"]},
+            "rerank-1",
+        )
+    )
+
+    assert score.status_code == 200, score.body
+    assert [d["object"] for d in score.body["data"]] == ["score", "score"]
+    assert score.body["data"][0]["score"] > score.body["data"][1]["score"]
+    assert rerank.status_code == 200, rerank.body
+    assert rerank.body["results"][0]["document"]["text"] == "a kitten"
+    assert rerank.usage.input_tokens > 0
+
+
+def test_overlong_prompt_is_a_400_line(registry, run):
+    result = run(registry.execute(CHAT, chat_body("hello " * 3000), "long-1"))
+
+    assert result.status_code == 400
+    error = result.body["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert "maximum context length" in error["message"]
+    assert result.usage.input_tokens == 0
+
+
+def test_bad_lines_become_error_results(registry, run):
+    invalid = run(registry.execute(CHAT, {"model": TINY_CHAT_NAME}, "bad-1"))
+    unknown = run(registry.execute(CHAT, chat_body(model="gpt-4o"), "bad-2"))
+    wrong_endpoint = run(registry.execute("/v1/embeddings", chat_body(), "bad-3"))
+    stream = run(registry.execute(CHAT, chat_body(stream=True), "bad-4"))
+
+    assert (invalid.status_code, invalid.body["error"]["param"]) == (400, "body.messages")
+    assert (unknown.status_code, unknown.body["error"]["type"]) == (404, "NotFoundError")
+    assert wrong_endpoint.status_code == 404
+    assert (stream.status_code, stream.body["error"]["param"]) == (400, "stream")
+
+
+def test_validate_line(registry):
+    assert registry.validate_line(CHAT, chat_body()) is None
+    assert registry.validate_line("/embeddings", {"model": MINILM_NAME, "input": "x"}) is None
+
+    problem = registry.validate_line(CHAT, chat_body(stream=True))
+    assert (problem.code, problem.param) == ("streaming_unsupported", "body.stream")
+
+    problem = registry.validate_line(CHAT, {"model": TINY_CHAT_NAME, "messages": "hi"})
+    assert (problem.code, problem.param) == ("invalid_request", "body.messages")
+
+    problem = registry.validate_line(CHAT, chat_body(max_tokens="many"))
+    assert (problem.code, problem.param) == ("invalid_request", "body.max_tokens")
+
+    problem = registry.validate_line(CHAT, chat_body(model="gpt-4o"))
+    assert (problem.code, problem.param) == ("model_not_found", "body.model")
+
+    problem = registry.validate_line(CHAT, {"messages": []})
+    assert (problem.code, problem.param) == ("missing_required_parameter", "body.model")
+
+    problem = registry.validate_line("/v1/embeddings", chat_body())
+    assert (problem.code, problem.param) == ("unsupported_endpoint", "url")
+
+    problem = registry.validate_line("/v1/moderations", chat_body())
+    assert (problem.code, problem.param) == ("invalid_url", "url")
+
+    problem = registry.validate_line(
+        "/v1/embeddings", {"model": MINILM_NAME, "input": "x", "encoding_format": "bytes"}
+    )
+    assert (problem.code, problem.param) == ("invalid_request", "body.encoding_format")
+
+
+def test_abort_mid_generation(registry, run):
+    long_body = chat_body(max_tokens=2000, ignore_eos=True)
+
+    async def scenario():
+        task = asyncio.create_task(registry.execute(CHAT, long_body, "abort-1"))
+        await asyncio.sleep(0.5)
+        started = time.monotonic()
+        assert await registry.abort("abort-1") is True
+        with pytest.raises(RequestAborted):
+            await task
+        return time.monotonic() - started
+
+    assert run(scenario()) < 1.0
+    assert run(registry.abort("abort-1")) is False
+    # The engine is still healthy and serves the next line.
+    assert run(registry.execute(CHAT, chat_body(), "after-abort")).status_code == 200
+
+
+def test_cancelling_the_caller_is_not_an_abort(registry, run):
+    async def scenario():
+        task = asyncio.create_task(
+            registry.execute(CHAT, chat_body(max_tokens=2000, ignore_eos=True), "cancel-1")
+        )
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    run(scenario())
+
+
+def test_not_ready_before_start():
+    with pytest.raises(EngineNotReadyError):
+        EngineRegistry().validate_line(CHAT, chat_body())
+
+
+def test_engine_death_raises_instead_of_an_error_line(registry, run):
+    # Must stay the last test of this module: it kills the shared engines.
+    # Direct children only: a server subprocess's engines (other test
+    # modules) are grandchildren and must survive.
+    killed = [c for c in psutil.Process().children() if "EngineCore" in c.name()]
+    assert len(killed) == 2
+    for child in killed:
+        child.kill()
+
+    async def after_death():
+        deadline = time.monotonic() + 30
+        while registry.ready and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        with pytest.raises(EngineDeadError):
+            await registry.execute(CHAT, chat_body(), "dead-1")
+
+    run(after_death())
+    assert not registry.ready
