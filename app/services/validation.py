@@ -1,0 +1,121 @@
+"""Streaming validation of a batch input file (all-or-nothing, OpenAI's error codes).
+
+Runs once per batch in `validating`; reads the file line by line, so memory holds only the
+custom_ids seen (bounded by the line limit), never the file."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from app.engine.endpoints import normalize_endpoint
+from app.services.jsonl import read_lines
+
+
+class LineChecker(Protocol):
+    """What validation needs from the engine layer: the model-specific checks (model served,
+    endpoint supported by it, no streaming, body matches the endpoint's schema)."""
+
+    def validate_line(self, endpoint: str, body: dict): ...
+
+
+@dataclass
+class ValidationResult:
+    total: int = 0
+    model: str | None = None
+    errors: list[dict] = field(default_factory=list)
+
+
+def _error(code: str, message: str, line: int | None, param: str | None = None) -> dict:
+    return {"code": code, "message": message, "param": param, "line": line}
+
+
+def _missing(name: str, line: int) -> dict:
+    return _error("missing_required_parameter", f"Missing required parameter: '{name}'.", line, name)
+
+
+class _Validator:
+    def __init__(self, endpoint: str, checker: LineChecker, max_lines: int) -> None:
+        self.endpoint = endpoint
+        self.checker = checker
+        self.max_lines = max_lines
+        self.custom_ids: set[str] = set()
+        self.result = ValidationResult()
+
+    def check(self, line_no: int, raw: bytes) -> dict | None:
+        try:
+            request = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            return _error("invalid_json_line", "This line is not parseable as valid JSON.", line_no)
+        if not isinstance(request, dict):
+            return _error("invalid_json_line", "Each line must be a JSON object.", line_no)
+        for name in ("custom_id", "method", "url", "body"):
+            if request.get(name) in (None, ""):
+                return _missing(name, line_no)
+        custom_id, method, url, body = (request[k] for k in ("custom_id", "method", "url", "body"))
+        if not isinstance(custom_id, str):
+            return _error("invalid_request", "'custom_id' must be a string.", line_no, "custom_id")
+        if method != "POST":
+            return _error("invalid_request", "Only the 'POST' method is supported.", line_no, "method")
+        if not isinstance(url, str) or normalize_endpoint(url) != self.endpoint:
+            return _error(
+                "url_mismatch",
+                f"The URL provided for this request does not match the batch endpoint '{self.endpoint}'.",
+                line_no, "url",
+            )
+        if not isinstance(body, dict):
+            return _error("invalid_request", "'body' must be a JSON object.", line_no, "body")
+        if custom_id in self.custom_ids:
+            return _error(
+                "duplicate_custom_id",
+                f"The custom_id '{custom_id}' appears more than once in this batch; custom_ids must be unique.",
+                line_no, "custom_id",
+            )
+        self.custom_ids.add(custom_id)
+        return self._check_body(line_no, body)
+
+    def _check_body(self, line_no: int, body: dict) -> dict | None:
+        model = body.get("model")
+        if model in (None, ""):
+            return _missing("body.model", line_no)
+        if self.result.model is None:
+            self.result.model = model
+        elif model != self.result.model:
+            return _error(
+                "model_mismatch",
+                f"All requests in a batch must use the same model; this line uses '{model}' but the "
+                f"batch uses '{self.result.model}'.",
+                line_no, "body.model",
+            )
+        problem = self.checker.validate_line(self.endpoint, body)
+        if problem is not None:
+            return _error(problem.code, problem.message, line_no, problem.param)
+        return None
+
+
+async def validate_input_file(
+    path: Path, endpoint: str, checker: LineChecker, *, max_lines: int, max_errors: int
+) -> ValidationResult:
+    validator = _Validator(endpoint, checker, max_lines)
+    result = validator.result
+    async for line_no, raw in read_lines(path):
+        if not raw.strip():
+            continue
+        result.total += 1
+        if result.total > max_lines:
+            result.errors.append(_error(
+                "too_many_tasks",
+                f"The batch input file contains more than the maximum of {max_lines} requests.",
+                line_no,
+            ))
+            break
+        error = validator.check(line_no, raw)
+        if error is not None:
+            result.errors.append(error)
+            if len(result.errors) >= max_errors:
+                break
+    if result.total == 0:
+        result.errors.append(_error("empty_file", "The batch input file is empty.", None))
+    return result

@@ -1,0 +1,47 @@
+"""What a worker needs, built once per process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.config import Settings
+from app.db.engine import Database
+from app.storage.local import LocalBlobStore
+from app.worker.fair_gate import FairGate
+
+
+@dataclass
+class WorkerContext:
+    db: Database
+    store: LocalBlobStore
+    registry: object  # app.engine.EngineRegistry (kept untyped: vllm stays inside app/engine)
+    settings: Settings
+    owner: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}")
+    gates: dict[str, FairGate] = field(default_factory=dict)
+
+    def gate(self, model: str) -> FairGate:
+        """One admission gate per model, shared by every batch using that model."""
+        if model not in self.gates:
+            self.gates[model] = FairGate(self.window(model))
+        return self.gates[model]
+
+    def window(self, model: str) -> int:
+        return self.registry.suggested_concurrency(model)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.settings.data_dir
+
+
+async def fault_point(name: str, data_dir: Path) -> None:
+    """Test-only: with BATCHD_TEST_FAULT=<name>, stop here (marker file written) so a test can
+    SIGKILL the process at a known point. Does nothing otherwise."""
+    if os.environ.get("BATCHD_TEST_FAULT") != name:
+        return
+    (data_dir / f"fault-{name}").touch()
+    await asyncio.Event().wait()

@@ -1,0 +1,111 @@
+"""Assemble a batch's output and error files from its checkpoint rows and commit them together
+with the terminal status.
+
+Streams the input file and the rows (both in line order) side by side, so lines that never ran
+(cancel, expiry) get their `batch_cancelled` / `batch_expired` error line. File ids derive from
+the batch id, so a finalize retried after a crash overwrites its own blobs instead of leaving
+orphans; the rows and the status land in one transaction."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+
+from app.db.models import Batch, File
+from app.db.repositories.batches import BatchRepository, Claim
+from app.db.repositories.files import FileRepository
+from app.schemas.files import OUTPUT_PURPOSE
+from app.services.jsonl import read_lines
+from app.storage.local import BlobWriter
+from app.worker.context import WorkerContext, fault_point
+from app.worker.lines import CANCELLED_MESSAGE, EXPIRED_MESSAGE, custom_id_of, dumps, error_line
+
+OUTPUT_TTL_SECONDS = 30 * 24 * 3600
+# terminal status -> (statuses it may come from, code and message for lines that never ran)
+ENDINGS = {
+    "completed": (("finalizing",), "request_timeout", "The request did not finish."),
+    "cancelled": (("cancelling",), "batch_cancelled", CANCELLED_MESSAGE),
+    "expired": (("in_progress", "validating"), "batch_expired", EXPIRED_MESSAGE),
+}
+
+
+def result_file_id(batch_id: str, kind: str) -> str:
+    return "file-" + hashlib.sha256(f"{batch_id}:{kind}".encode()).hexdigest()[:32]
+
+
+@dataclass
+class _Assembled:
+    output: BlobWriter
+    errors: BlobWriter
+    unexecuted: int = 0
+
+
+async def _assemble(ctx: WorkerContext, batch: Batch, code: str, message: str) -> _Assembled:
+    out = _Assembled(ctx.store.new_writer(), ctx.store.new_writer())
+    try:
+        input_path = ctx.store.path_for(batch.project, batch.input_file_id)
+        async with ctx.db.read() as session:
+            rows = BatchRepository(session).stream_lines(batch.id)
+            row = await anext(rows, None)
+            async for line_no, raw in read_lines(input_path):
+                if not raw.strip():
+                    continue
+                while row is not None and row.line_no < line_no:
+                    row = await anext(rows, None)
+                if row is not None and row.line_no == line_no:
+                    (out.output if row.ok else out.errors).write(row.line.encode() + b"\n")
+                else:
+                    out.unexecuted += 1
+                    out.errors.write(dumps(error_line(custom_id_of(raw), code, message)).encode() + b"\n")
+    except BaseException:
+        out.output.discard()
+        out.errors.discard()
+        raise
+    return out
+
+
+async def _commit_file(ctx: WorkerContext, batch: Batch, writer: BlobWriter, kind: str, now: int) -> File | None:
+    if writer.size == 0:
+        writer.discard()
+        return None
+    file_id = result_file_id(batch.id, kind)
+    await ctx.store.commit(writer, batch.project, file_id)
+    return File(
+        id=file_id, project=batch.project, filename=f"{batch.id}_{kind}.jsonl", purpose=OUTPUT_PURPOSE,
+        bytes=writer.size, created_at=now, expires_at=now + (batch.output_expires_after or OUTPUT_TTL_SECONDS),
+        status="processed", sha256=writer.sha256,
+    )
+
+
+async def finalize(ctx: WorkerContext, claim: Claim, batch: Batch, ending: str) -> bool:
+    """Write the files and move the batch to `ending`. False if its status moved on meanwhile
+    (e.g. a cancel arrived during finalizing); the caller re-reads and decides again."""
+    from_statuses, code, message = ENDINGS[ending]
+    now = int(time.time())
+    files: list[File] = []
+    unexecuted = 0
+    if batch.in_progress_at is not None:  # never validated: no lines ran, no files
+        assembled = await _assemble(ctx, batch, code, message)
+        unexecuted = assembled.unexecuted
+        for writer, kind in ((assembled.output, "output"), (assembled.errors, "error")):
+            file = await _commit_file(ctx, batch, writer, kind, now)
+            if file is not None:
+                files.append(file)
+    await fault_point("finalizing", ctx.data_dir)
+    by_kind = {f.filename.rsplit("_", 1)[1].removesuffix(".jsonl"): f.id for f in files}
+    async with ctx.db.write() as session:
+        moved = await BatchRepository(session).transition(
+            claim, from_statuses,
+            status=ending,
+            **{f"{ending}_at": now},
+            output_file_id=by_kind.get("output"),
+            error_file_id=by_kind.get("error"),
+            failed=batch.failed + unexecuted,
+            total=batch.total or batch.completed + batch.failed + unexecuted,
+        )
+        if moved:
+            file_repo = FileRepository(session)
+            for file in files:
+                await file_repo.add(file)
+    return moved

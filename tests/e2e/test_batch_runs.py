@@ -1,0 +1,191 @@
+"""Batches executed by the real vLLM engine on the built-in models, through the official client."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from tests.support import db
+from tests.support.batches import (
+    CHAT_MODEL, EMBED_MODEL, chat_line, create, embedding_line, read_lines, results_by_custom_id, wait_for,
+)
+
+SEEDS = Path(__file__).parents[1] / "fixtures" / "seeds"
+
+
+def _line(custom_id: str, url: str, body: dict) -> dict:
+    return {"custom_id": custom_id, "method": "POST", "url": url, "body": body}
+
+
+@pytest.mark.parametrize("seed", sorted(p.name for p in SEEDS.glob("*.jsonl")))
+def test_seed_example_files_complete(model_client, seed):
+    data = (SEEDS / seed).read_bytes()
+    inputs = [json.loads(line) for line in data.splitlines()]
+    batch = create(model_client, data, endpoint=inputs[0]["url"])
+    done = wait_for(model_client, batch.id)
+    assert done.status == "completed", done.errors
+    assert (done.request_counts.total, done.request_counts.completed, done.request_counts.failed) == (
+        len(inputs), len(inputs), 0)
+    assert done.error_file_id is None
+    assert done.model == inputs[0]["body"]["model"]
+    assert done.in_progress_at <= done.finalizing_at <= done.completed_at
+    assert done.usage.input_tokens > 0
+    output, errors = results_by_custom_id(model_client, done)
+    assert set(output) == {line["custom_id"] for line in inputs} and errors == {}
+    output_file = model_client.files.retrieve(done.output_file_id)
+    assert (output_file.purpose, output_file.filename) == ("batch_output", f"{done.id}_output.jsonl")
+    for line in output.values():
+        assert line["id"].startswith("batch_req_") and line["error"] is None
+        response = line["response"]
+        assert response["status_code"] == 200 and response["request_id"].startswith("req_")
+        body = response["body"]
+        if "chat" in seed:
+            assert body["object"] == "chat.completion" and body["model"] == CHAT_MODEL
+            assert body["choices"][0]["message"]["role"] == "assistant"
+            assert body["usage"]["completion_tokens"] > 0
+        elif "embeddings" in seed:
+            assert body["object"] == "list" and len(body["data"][0]["embedding"]) == 384
+        else:
+            assert [d["index"] for d in body["data"]] == [0, 1]
+            # Paris is the better answer to "What is the capital of France?".
+            assert body["data"][1]["score"] > body["data"][0]["score"]
+    expected_output_tokens = sum(l["response"]["body"]["usage"].get("completion_tokens") or 0 for l in output.values())
+    assert done.usage.output_tokens == expected_output_tokens
+
+
+ENDPOINT_CASES = {
+    "/v1/completions": ({"model": CHAT_MODEL, "prompt": "Once upon", "max_tokens": 5, "temperature": 0},
+                        lambda b: b["object"] == "text_completion" and b["usage"]["completion_tokens"] == 5),
+    "/v1/responses": ({"model": CHAT_MODEL, "input": "Hello there", "max_output_tokens": 5, "temperature": 0},
+                      lambda b: b["object"] == "response" and b["status"] in ("completed", "incomplete")),
+    "/v1/rerank": ({"model": EMBED_MODEL, "query": "capital of France",
+                    "documents": ["Paris is the capital of France.", "Bananas are yellow."]},
+                   lambda b: b["results"][0]["index"] == 0 and len(b["results"]) == 2),
+    "/v1/embeddings": ({"model": EMBED_MODEL, "input": ["one", "two"]},
+                       lambda b: len(b["data"]) == 2),
+}
+
+
+@pytest.mark.parametrize("endpoint", sorted(ENDPOINT_CASES))
+def test_every_endpoint_runs(model_client, endpoint):
+    body, check = ENDPOINT_CASES[endpoint]
+    batch = create(model_client, [_line("only", endpoint, body)], endpoint=endpoint)
+    done = wait_for(model_client, batch.id)
+    assert done.status == "completed", done.errors
+    output, _ = results_by_custom_id(model_client, done)
+    assert check(output["only"]["response"]["body"]), output["only"]
+
+
+def test_temperature_zero_is_deterministic(model_client):
+    lines = [chat_line(f"same-{i}", "Tell me a story", max_tokens=16) for i in range(3)]
+    done = wait_for(model_client, create(model_client, lines).id)
+    output, _ = results_by_custom_id(model_client, done)
+    contents = {o["response"]["body"]["choices"][0]["message"]["content"] for o in output.values()}
+    assert len(contents) == 1
+
+
+def test_mixed_batch_with_an_overlong_prompt_completes(model_client):
+    too_long = " ".join(str(i) for i in range(4000))
+    lines = [chat_line(f"ok-{i}") for i in range(5)] + [chat_line("too-long", too_long)]
+    done = wait_for(model_client, create(model_client, lines).id)
+    assert done.status == "completed"
+    assert (done.request_counts.total, done.request_counts.completed, done.request_counts.failed) == (6, 5, 1)
+    output, errors = results_by_custom_id(model_client, done)
+    assert set(output) == {f"ok-{i}" for i in range(5)}
+    assert set(errors) == {"too-long"}
+    failure = errors["too-long"]
+    assert failure["error"] is None
+    assert failure["response"]["status_code"] == 400
+    assert set(failure["response"]["body"]["error"]) >= {"message", "type", "param", "code"}
+    assert "context" in failure["response"]["body"]["error"]["message"].lower() or \
+        "length" in failure["response"]["body"]["error"]["message"].lower()
+    assert model_client.files.retrieve(done.error_file_id).filename == f"{done.id}_error.jsonl"
+
+
+def _long_lines(n: int, prefix: str = "slow") -> list[dict]:
+    return [chat_line(f"{prefix}-{i}", f"story number {i}", max_tokens=200, ignore_eos=True) for i in range(n)]
+
+
+def test_cancel_mid_run_keeps_finished_lines(model_client, model_server):
+    batch = create(model_client, _long_lines(600))
+    wait_for(model_client, batch.id, until=lambda b: b.request_counts.completed >= 10)
+    response = httpx.delete(f"{model_server.base_url}/files/{batch.input_file_id}",
+                            headers={"Authorization": "Bearer key-a"}, timeout=60)
+    assert response.status_code == 409  # the input of a running batch stays
+    cancelling = model_client.batches.cancel(batch.id)
+    assert cancelling.status == "cancelling" and cancelling.cancelling_at is not None
+    done = wait_for(model_client, batch.id, timeout=120)
+    assert done.status == "cancelled" and done.cancelled_at is not None
+    counts = done.request_counts
+    assert counts.total == 600 and counts.completed + counts.failed == 600
+    assert 10 <= counts.completed < 600
+    output, errors = results_by_custom_id(model_client, done)
+    assert len(output) == counts.completed and len(errors) == counts.failed
+    assert set(output) | set(errors) == {f"slow-{i}" for i in range(600)}
+    for line in errors.values():
+        assert line["response"] is None
+        assert line["error"] == {"code": "batch_cancelled",
+                                 "message": "This request was not executed because the batch was cancelled."}
+    for line in output.values():
+        assert line["response"]["status_code"] == 200
+    with pytest.raises(openai.ConflictError) as info:
+        model_client.batches.cancel(batch.id)
+    assert info.value.body["message"] == "Cannot cancel a batch with status 'cancelled'."
+
+
+def test_cancel_of_a_cancelling_batch_is_idempotent(model_client, model_server):
+    batch = create(model_client, [chat_line("x")])
+    wait_for(model_client, batch.id)
+    # Pin the batch in `cancelling` under another worker's lease, so no worker finishes it.
+    db.execute(model_server, "UPDATE batches SET status = 'cancelling', cancelling_at = 1, "
+               "lease_owner = 'elsewhere', lease_expires_at = 1e12 WHERE id = :id", id=batch.id)
+    again = model_client.batches.cancel(batch.id)
+    assert again.status == "cancelling" and again.cancelling_at == 1
+
+
+def test_expiry_stops_the_batch_and_keeps_finished_lines(model_client):
+    batch = create(model_client, _long_lines(800, "exp"), window="3s")
+    assert batch.expires_at - batch.created_at == 3
+    done = wait_for(model_client, batch.id, timeout=120)
+    assert done.status == "expired" and done.expired_at is not None
+    counts = done.request_counts
+    assert counts.total == 800 and counts.completed + counts.failed == 800 and counts.failed > 0
+    output, errors = results_by_custom_id(model_client, done)
+    assert len(output) == counts.completed
+    assert set(output) | set(errors) == {f"exp-{i}" for i in range(800)}
+    for line in errors.values():
+        assert line["response"] is None
+        assert line["error"] == {"code": "batch_expired",
+                                 "message": "This request could not be executed before the completion window expired."}
+
+
+def test_concurrent_batches_share_the_engine(model_client):
+    first = create(model_client, _long_lines(300, "first"))
+    second = create(model_client, _long_lines(300, "second"))
+    # Measure from the moment both batches are running (the second may start late on a busy
+    # machine): from then on the second gets a fair share, it does not wait for the first.
+    started = wait_for(model_client, second.id, until=lambda b: b.request_counts.completed >= 1)
+    first_at_start = model_client.batches.retrieve(first.id).request_counts.completed
+    first_done = wait_for(model_client, first.id)
+    second_then = model_client.batches.retrieve(second.id).request_counts.completed
+    first_gain = first_done.request_counts.completed - first_at_start
+    second_gain = second_then - started.request_counts.completed
+    assert second_gain >= first_gain // 2 - 16, (first_at_start, first_gain, second_gain)
+    done = [first_done, wait_for(model_client, second.id)]
+    assert [b.request_counts.completed for b in done] == [300, 300], [
+        read_lines(model_client, b.error_file_id)[:2] for b in done]
+
+
+def test_models_and_health(model_server, model_client):
+    assert [m.id for m in model_client.models.list()] == [CHAT_MODEL, EMBED_MODEL]
+    assert httpx.get(model_server.base_url.replace("/v1", "/health")).status_code == 200
+
+
+def test_embeddings_batch_outputs_are_in_input_order(model_client):
+    lines = [embedding_line(f"e{i}", f"sentence {i}") for i in range(50)]
+    done = wait_for(model_client, create(model_client, lines, endpoint="/v1/embeddings").id)
+    assert [l["custom_id"] for l in read_lines(model_client, done.output_file_id)] == [f"e{i}" for i in range(50)]

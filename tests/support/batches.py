@@ -1,0 +1,67 @@
+"""Helpers for batch tests: build input files, wait for statuses, read result files."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import openai
+
+TERMINAL = {"completed", "failed", "expired", "cancelled"}
+CHAT_MODEL = "batchd-tiny-chat"
+EMBED_MODEL = "all-MiniLM-L6-v2"
+
+
+def jsonl(lines: list[dict]) -> bytes:
+    return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+
+
+def chat_line(custom_id: str, text: str = "Hello world!", max_tokens: int = 8, **body) -> dict:
+    return {
+        "custom_id": custom_id,
+        "method": "POST",
+        "url": "/v1/chat/completions",
+        "body": {"model": CHAT_MODEL, "messages": [{"role": "user", "content": text}],
+                 "max_tokens": max_tokens, "temperature": 0, **body},
+    }
+
+
+def embedding_line(custom_id: str, text: str = "a sentence to embed") -> dict:
+    return {"custom_id": custom_id, "method": "POST", "url": "/v1/embeddings",
+            "body": {"model": EMBED_MODEL, "input": text}}
+
+
+def upload(client: openai.OpenAI, lines: list[dict] | bytes, name: str = "input.jsonl"):
+    data = lines if isinstance(lines, bytes) else jsonl(lines)
+    return client.files.create(file=(name, data), purpose="batch")
+
+
+def create(client: openai.OpenAI, lines, endpoint: str = "/v1/chat/completions", window: str = "24h", **kw):
+    file = upload(client, lines)
+    return client.batches.create(input_file_id=file.id, endpoint=endpoint, completion_window=window, **kw)
+
+
+def wait_for(client: openai.OpenAI, batch_id: str, statuses=TERMINAL, timeout: float = 300, until=None):
+    """Poll until the batch reaches one of `statuses` (or `until(batch)` is true)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        batch = client.batches.retrieve(batch_id)
+        if batch.status in statuses or (until is not None and until(batch)):
+            return batch
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"batch {batch_id} still {batch.status}: {batch.request_counts}")
+        time.sleep(0.2)
+
+
+def read_lines(client: openai.OpenAI, file_id: str | None) -> list[dict]:
+    if file_id is None:
+        return []
+    return [json.loads(line) for line in client.files.content(file_id).text.splitlines()]
+
+
+def results_by_custom_id(client: openai.OpenAI, batch) -> tuple[dict, dict]:
+    """(output lines, error lines) keyed by custom_id; asserts none appears twice."""
+    output, errors = read_lines(client, batch.output_file_id), read_lines(client, batch.error_file_id)
+    ids = [line["custom_id"] for line in output + errors]
+    assert len(ids) == len(set(ids)), "a custom_id appears more than once"
+    return {l["custom_id"]: l for l in output}, {l["custom_id"]: l for l in errors}

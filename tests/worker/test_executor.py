@@ -1,0 +1,84 @@
+"""The sliding window: bounded in flight, refilled as soon as any line finishes, abortable."""
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+from app.worker.executor import LineExecutor
+from app.worker.lines import InputLine
+
+
+@dataclass
+class _Result:
+    status_code: int
+    body: dict
+    usage: object = None
+
+
+@dataclass
+class FakeEngine:
+    slow_line: int = -1
+    in_flight: int = 0
+    max_in_flight: int = 0
+    aborted: list = field(default_factory=list)
+
+    async def execute(self, endpoint, body, request_id):
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(1.0 if body["n"] == self.slow_line else 0.01)
+            return _Result(200, {"n": body["n"]})
+        finally:
+            self.in_flight -= 1
+
+    async def abort(self, request_id):
+        self.aborted.append(request_id)
+
+
+async def _lines(n):
+    for i in range(n):
+        yield InputLine(i + 1, f"c{i}", "/v1/chat/completions", {"n": i})
+
+
+def _run(engine, n, window, stop=None, stop_after=None):
+    async def scenario():
+        outcomes = []
+        stop_event = stop or asyncio.Event()
+
+        async def record(outcome):
+            outcomes.append(outcome)
+            if stop_after is not None and len(outcomes) >= stop_after:
+                stop_event.set()
+
+        finished = await LineExecutor(engine, window).run(_lines(n), record, stop_event)
+        return finished, outcomes
+
+    return asyncio.run(scenario())
+
+
+def test_window_bounds_in_flight_and_every_line_finishes():
+    engine = FakeEngine()
+    finished, outcomes = _run(engine, 100, window=8)
+    assert finished is True
+    assert engine.max_in_flight == 8
+    assert sorted(o.line_no for o in outcomes) == list(range(1, 101))
+    assert all(o.ok and o.record["response"]["body"] == {"n": o.line_no - 1} for o in outcomes)
+
+
+def test_a_slow_line_does_not_hold_back_the_others():
+    engine = FakeEngine(slow_line=0)
+    started = time.monotonic()
+    finished, outcomes = _run(engine, 200, window=4)
+    # Fixed chunks of 4 would wait on the slow line once per chunk it is in; a sliding window
+    # runs the other 199 lines (~0.5 s on three slots) while it sleeps its 1 s.
+    assert finished and len(outcomes) == 200
+    assert time.monotonic() - started < 1.5
+    assert outcomes[-1].line_no == 1  # the slow first line finished last
+
+
+def test_stop_aborts_in_flight_requests_and_reports_unfinished():
+    engine = FakeEngine(slow_line=5)
+    finished, outcomes = _run(engine, 50, window=4, stop_after=10)
+    assert finished is False
+    assert 10 <= len(outcomes) < 50
+    assert engine.aborted  # the slow line (at least) was in flight and got aborted

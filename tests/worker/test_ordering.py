@@ -1,0 +1,41 @@
+"""Lines sharing a prompt prefix are run side by side, within a bounded buffer."""
+
+import asyncio
+
+from app.worker.lines import InputLine
+from app.worker.ordering import grouped_by_prefix, prompt_text
+
+
+def _chat(line_no: int, document: str, question: str) -> InputLine:
+    body = {"messages": [{"role": "system", "content": document}, {"role": "user", "content": question}]}
+    return InputLine(line_no, f"c{line_no}", "/v1/chat/completions", body)
+
+
+async def _collect(lines, **limits):
+    async def source():
+        for line in lines:
+            yield line
+
+    return [line async for line in grouped_by_prefix(source(), **limits)]
+
+
+def test_lines_about_the_same_document_become_adjacent():
+    lines = [_chat(i, f"document {i % 3}", f"question {i}") for i in range(12)]
+    ordered = asyncio.run(_collect(lines))
+    documents = [line.body["messages"][0]["content"] for line in ordered]
+    assert documents == sorted(documents)
+    assert sorted(line.line_no for line in ordered) == list(range(12))
+
+
+def test_reordering_never_looks_past_the_buffer():
+    lines = [_chat(i, f"document {i % 2}", "q") for i in range(8)]
+    ordered = asyncio.run(_collect(lines, max_lines=4))
+    assert {line.line_no for line in ordered[:4]} == {0, 1, 2, 3}
+    assert {line.line_no for line in ordered[4:]} == {4, 5, 6, 7}
+
+
+def test_prompt_text_reads_every_endpoint_shape():
+    assert prompt_text({"prompt": "abc"}) == "abc"
+    assert prompt_text({"input": ["first", "second"]}) == "first"
+    assert prompt_text({"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}) == "user\x00hi\x00"
+    assert prompt_text({"query": "q"}) == ""
