@@ -1,0 +1,183 @@
+"""`batchd run-batch` as users run it: a subprocess on files, stdin/stdout and URLs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from tests.support.batches import CHAT_MODEL, EMBED_MODEL, chat_line, create, jsonl, read_lines, wait_for
+from tests.support.engines import EAGER_FLAG
+from tests.support.server import BATCHD
+
+SEEDS = Path(__file__).parents[1] / "fixtures" / "seeds"
+# system_fingerprint hashes the engine configuration, which differs between the two setups.
+VOLATILE = {"id", "created", "created_at", "request_id", "system_fingerprint"}
+
+
+def _run_batch(tmp_path: Path, *args: str, stdin: bytes | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    cmd = [str(BATCHD), "run-batch", *args, EAGER_FLAG, "--data-dir", str(tmp_path / "models")]
+    return subprocess.run(cmd, input=stdin, capture_output=True, timeout=timeout, check=False)
+
+
+def _seed_inputs(model: str) -> bytes:
+    """The seeds' example lines for one model, custom_ids prefixed by their file so they stay unique."""
+    lines = []
+    for path in sorted(SEEDS.glob("*.jsonl")):
+        for raw in path.read_bytes().splitlines():
+            line = json.loads(raw)
+            if line["body"]["model"] == model:
+                line["custom_id"] = f"{path.stem}:{line['custom_id']}"
+                if "chat" in path.stem:
+                    line["body"]["temperature"] = 0
+                lines.append(line)
+    return jsonl(lines)
+
+
+def _stable(value):
+    """A response body without the fields that differ between any two runs (ids, timestamps)."""
+    if isinstance(value, dict):
+        return {k: _stable(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [_stable(v) for v in value]
+    if isinstance(value, float):
+        return round(value, 4)
+    return value
+
+
+@pytest.fixture(scope="module")
+def seed_results(tmp_path_factory) -> dict[str, dict]:
+    """run-batch over the seeds' examples, once per built-in model: {custom_id: result line}."""
+    tmp = tmp_path_factory.mktemp("seeds")
+    results = {}
+    for model in (CHAT_MODEL, EMBED_MODEL):
+        source, out = tmp / f"{model}.jsonl", tmp / f"{model}.out.jsonl"
+        source.write_bytes(_seed_inputs(model))
+        done = _run_batch(tmp, "-i", str(source), "-o", str(out), "--model", model)
+        assert done.returncode == 0, done.stderr.decode()[-3000:]
+        assert b"done: " in done.stderr
+        for raw in out.read_bytes().splitlines():
+            line = json.loads(raw)
+            results[line["custom_id"]] = line
+    return results
+
+
+def test_seed_files_run_and_match_the_server(seed_results, model_client):
+    assert len(seed_results) == sum(len(p.read_bytes().splitlines()) for p in SEEDS.glob("*.jsonl"))
+    for model in (CHAT_MODEL, EMBED_MODEL):
+        data = _seed_inputs(model)
+        inputs = [json.loads(raw) for raw in data.splitlines()]
+        for endpoint in sorted({line["url"] for line in inputs}):
+            subset = [line for line in inputs if line["url"] == endpoint]
+            done = wait_for(model_client, create(model_client, subset, endpoint=endpoint).id)
+            assert done.status == "completed", done.errors
+            for server_line in read_lines(model_client, done.output_file_id):
+                mine = seed_results[server_line["custom_id"]]
+                assert mine["error"] is None and mine["response"]["status_code"] == 200
+                assert mine["id"].startswith("batch_req_")
+                assert _stable(mine["response"]["body"]) == _stable(server_line["response"]["body"])
+
+
+def test_stdin_to_stdout_with_a_malformed_line(tmp_path):
+    good = [chat_line(f"g{i}") for i in range(3)]
+    data = jsonl(good[:1]) + b"{this is not json\n" + jsonl(good[1:]) + jsonl([{"custom_id": "no-body", "method": "POST",
+                                                                            "url": "/v1/chat/completions"}])
+    done = _run_batch(tmp_path, "-i", "-", "-o", "-", "--model", CHAT_MODEL, stdin=data)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    lines = [json.loads(raw) for raw in done.stdout.splitlines()]
+    by_id = {line["custom_id"]: line for line in lines}
+    assert len(lines) == 5
+    assert {f"g{i}" for i in range(3)} <= set(by_id)
+    for i in range(3):
+        assert by_id[f"g{i}"]["response"]["status_code"] == 200
+    assert by_id[None]["error"]["code"] == "invalid_json_line" and by_id[None]["response"] is None
+    assert by_id["no-body"]["error"]["code"] == "missing_required_parameter"
+    assert b"done: 5 lines (ok 3, failed 2" in done.stderr
+
+
+class _ObjectStore(BaseHTTPRequestHandler):
+    """A stand-in for presigned S3 URLs: GET serves the input, PUT stores the output after
+    failing the first two attempts with 503."""
+
+    input_bytes = b""
+    put_attempts = 0
+    stored: bytes | None = None
+
+    def do_GET(self):  # noqa: N802
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(self.input_bytes)))
+        self.end_headers()
+        self.wfile.write(self.input_bytes)
+
+    def do_PUT(self):  # noqa: N802
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).put_attempts += 1
+        if self.put_attempts <= 2:
+            self.send_response(503)
+        else:
+            type(self).stored = body
+            self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_presigned_get_and_put_with_retries_and_an_error_file(tmp_path):
+    too_long = " ".join(str(i) for i in range(4000))
+    _ObjectStore.input_bytes = jsonl([chat_line(f"u{i}") for i in range(4)] + [chat_line("too-long", too_long)])
+    errors = tmp_path / "err.jsonl"
+    http = ThreadingHTTPServer(("127.0.0.1", 0), _ObjectStore)
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{http.server_address[1]}"
+    try:
+        # --max-model-len is a vLLM engine flag, passed through to the engine.
+        done = _run_batch(tmp_path, "-i", f"{base}/bucket/in.jsonl?X-Amz-Signature=abc",
+                          "-o", f"{base}/bucket/out.jsonl?X-Amz-Signature=def", "--error-file", str(errors),
+                          "--output-tmp-dir", str(tmp_path / "staging"), "--model", CHAT_MODEL,
+                          "--max-model-len", "1024")
+    finally:
+        http.shutdown()
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    assert _ObjectStore.put_attempts == 3
+    lines = [json.loads(raw) for raw in _ObjectStore.stored.splitlines()]
+    assert sorted(line["custom_id"] for line in lines) == [f"u{i}" for i in range(4)]
+    assert list((tmp_path / "staging").iterdir()) == []  # staged output removed after upload
+    # Failures go to the error file, OpenAI style: the engine's 400 is a response, not an error.
+    failure = json.loads(errors.read_bytes())
+    assert failure["custom_id"] == "too-long" and failure["error"] is None
+    assert failure["response"]["status_code"] == 400
+    assert "1024" in failure["response"]["body"]["error"]["message"]
+
+
+def test_resume_after_sigkill_writes_each_custom_id_once(tmp_path):
+    total = 2000
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_bytes(jsonl([chat_line(f"r{i}", f"question {i}", max_tokens=24) for i in range(total)]))
+    partial = tmp_path / "out.jsonl.partial"
+    cmd = [str(BATCHD), "run-batch", "-i", str(source), "-o", str(out), "--model", CHAT_MODEL, EAGER_FLAG,
+           "--data-dir", str(tmp_path / "models")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 600
+    while not (partial.exists() and partial.read_bytes().count(b"\n") >= 300):
+        assert proc.poll() is None and time.monotonic() < deadline, "run-batch ended before it could be killed"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    written_before = partial.read_bytes().count(b"\n")
+    assert 300 <= written_before < total and not out.exists()
+
+    done = subprocess.run(cmd + ["--resume"], capture_output=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    ids = [json.loads(raw)["custom_id"] for raw in out.read_bytes().splitlines()]
+    assert len(ids) == total and set(ids) == {f"r{i}" for i in range(total)}
+    assert f"already done before --resume".encode() in done.stderr
+    assert not partial.exists()
