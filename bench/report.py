@@ -1,0 +1,160 @@
+"""A workload's report: the JSON document (everything measured, ratios, targets) and the
+Markdown rendering of it, with ratios to the limit and the peer side by side."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict
+
+from bench import compare
+from bench.harness import WorkloadResult
+from bench.systems import SYSTEMS
+
+
+def build_report(result: WorkloadResult, machine: dict) -> dict:
+    """The JSON-ready report of one workload."""
+    workload = result.workload
+    runs = []
+    for item, systems in result.runs:
+        ratios = compare.throughput_ratios(systems)
+        runs.append({
+            "label": item.label,
+            "lines": item.lines,
+            "systems": {name: {**run.to_dict(), "ratios": _rounded(ratios[name])} for name, run in systems.items()},
+        })
+    report = {
+        "workload": {"id": workload.id, "slug": workload.slug, "title": workload.title,
+                     "description": workload.description},
+        "date": dt.date.today().isoformat(),
+        "scale": result.scale,
+        "seed": result.seed,
+        "machine": machine,
+        "engine": {**asdict(result.engine), "kv_cache_bytes": result.engine.kv_cache_bytes},
+        "systems": {name: {"description": SYSTEMS[name].description, "timing": SYSTEMS[name].timing}
+                    for name in result.runs[0][1]},
+        "runs": runs,
+        "targets": [t.to_dict() for t in compare.targets(workload.id, [s for _, s in result.runs])],
+    }
+    if len(result.runs) > 1:
+        small, large = result.runs[0][1], result.runs[-1][1]
+        report["rss_growth"] = {name: _round(compare.rss_growth(small[name], large[name]), 3) for name in small}
+    return report
+
+
+def markdown(report: dict) -> str:
+    """The Markdown page for ``report``."""
+    w = report["workload"]
+    parts = [
+        f"# {w['id']} — {w['title']} ({report['date']})",
+        w["description"],
+        _context(report),
+    ]
+    for run in report["runs"]:
+        parts.append(f"## {run['label']}\n\n{_run_table(run)}")
+    if "rss_growth" in report:
+        parts.append("## Memory growth\n\n" + _growth_table(report))
+    parts.append("## Targets\n\n" + _targets_table(report["targets"]))
+    parts.append("## How each system is measured\n\n" + "\n".join(
+        f"- **{name}**: {info['description']}. Processing time: {info['timing']}."
+        for name, info in report["systems"].items()
+    ) + "\n- **Peak RSS** is the highest sum of resident memory over the system's whole process tree "
+        "(main process plus vLLM's engine processes), sampled every 0.1 s from spawn to exit; "
+        "per-process peaks are listed beside it. torch.compile's one-off C++ compiler processes "
+        "(g++, cc1plus, ld, ...; only on a compile-cache miss) are left out.")
+    return "\n\n".join(parts) + "\n"
+
+
+def _context(report: dict) -> str:
+    m, e = report["machine"], report["engine"]
+    scale = "" if report["scale"] == 1 else f" **Scale {report['scale']}: a smoke run, not a measurement.**"
+    return (
+        f"Machine: {m['cpus']} CPUs, {m['memory_gib']} GiB, load average {m['load_average'][0]} at start; "
+        f"vLLM {m['vllm']}, torch {m['torch']}, Python {m['python']}, batchd {m['batchd_commit']}. "
+        f"Seed {report['seed']}.{scale}\n\n"
+        f"Engine (identical for every system): `{e['served_name']}` ({e['runner']}), dtype {e['dtype']}, "
+        f"max_model_len {e['max_model_len']}, KV cache {e['kv_cache_gib']} GiB ({e['kv_cache_bytes']:,} bytes), "
+        f"max_num_seqs {e['max_num_seqs']}, max_num_batched_tokens {e['max_num_batched_tokens']}, "
+        f"prefix caching {'on' if e['enable_prefix_caching'] else 'off'}"
+        f"{', eager (no torch.compile)' if e.get('enforce_eager') else ''}."
+    )
+
+
+_RUN_HEADER = (
+    "| system | ok / lines | processing s | lines/s | output tok/s | lines/s × limit | lines/s × peer "
+    "| wall s | start-up s | peak RSS MB | RSS × limit | RSS × peer | peak RSS MB by process |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def _run_table(run: dict) -> str:
+    rows = [_RUN_HEADER]
+    notes = []
+    for name, s in run["systems"].items():
+        if not s["available"]:
+            rows.append(f"| {name} | unavailable |" + " |" * 11)
+            notes.append(f"- {name}: {s['error']}")
+            continue
+        if s["error"] and not s["processing_s"]:
+            rows.append(f"| {name} | failed |" + " |" * 11)
+            notes.append(f"- {name} failed: {_first_line(s['error'])}")
+            continue
+        r = s["ratios"]
+        processes = ", ".join(f"{label} {mb:,.0f}" for label, mb in s["rss"].get("per_process_peak_mb", {}).items())
+        rows.append(
+            f"| {name} | {s['ok']:,} / {s['lines']:,} | {_f(s['processing_s'], '.2f')} | {_f(s['lines_per_s'], ',.1f')} "
+            f"| {_f(s['output_tokens_per_s'], ',.0f')} | {_x(r['lines_per_s_vs_limit'])} | {_x(r['lines_per_s_vs_peer'])} "
+            f"| {_f(s['wall_s'], '.1f')} | {_f(s['startup_s'], '.1f')} | {_f(s['rss'].get('peak_total_mb'), ',.0f')} "
+            f"| {_x(r['peak_rss_vs_limit'])} | {_x(r['peak_rss_vs_peer'])} | {processes} |"
+        )
+        if s["error"]:
+            notes.append(f"- {name}: {_first_line(s['error'])}")
+        if s["end_to_end_s"] is not None:
+            notes.append(f"- {name}: end-to-end (upload start → results downloaded) {s['end_to_end_s']:.2f} s, "
+                         f"{s['lines'] / s['end_to_end_s']:,.1f} lines/s.")
+    return "\n".join(rows) + ("\n\n" + "\n".join(notes) if notes else "")
+
+
+def _growth_table(report: dict) -> str:
+    small, large = report["runs"][0], report["runs"][-1]
+    rows = [
+        f"| system | peak RSS MB, {small['label']} | peak RSS MB, {large['label']} | growth | "
+        f"peak during processing MB, {small['label']} | peak during processing MB, {large['label']} |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, growth in report["rss_growth"].items():
+        a, b = small["systems"][name]["rss"], large["systems"][name]["rss"]
+        rows.append(
+            f"| {name} | {_f(a.get('peak_total_mb'), ',.0f')} | {_f(b.get('peak_total_mb'), ',.0f')} | {_x(growth)} "
+            f"| {_f(a.get('peak_processing_mb'), ',.0f')} | {_f(b.get('peak_processing_mb'), ',.0f')} |"
+        )
+    return "\n".join(rows)
+
+
+def _targets_table(targets: list[dict]) -> str:
+    if not targets:
+        return "No batchd system ran."
+    rows = ["| system | check | value | target | result |", "|---|---|---|---|---|"]
+    for t in targets:
+        verdict = {True: "PASS", False: "FAIL", None: "n/a"}[t["passed"]]
+        rows.append(f"| {t['system']} | {t['check']} | {_x(t['value'])} | {t['direction']} {t['threshold']}× | {verdict} |")
+    return "\n".join(rows)
+
+
+def _f(value, fmt: str) -> str:
+    return "–" if value is None else format(value, fmt)
+
+
+def _x(value) -> str:
+    return "–" if value is None else f"{value:.2f}×"
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _rounded(ratios: dict) -> dict:
+    return {key: _round(value, 3) for key, value in ratios.items()}
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text

@@ -1,0 +1,91 @@
+"""The "server" system: a ``batchd serve`` process, started and warmed up (health, then a
+small batch) before the measured batch is driven through the official ``openai`` client:
+upload, create, poll, download."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import openai
+
+from bench.engine import ENGINE_ENV
+from bench.measure import TreeRss
+from bench.outputs import scan_results
+from bench.result import SystemRun
+from bench.systems.base import RunSpec
+from tests.support.server import ServerProcess
+
+TERMINAL = {"completed", "failed", "expired", "cancelled"}
+
+
+class ServerSystem:
+    name = "server"
+    description = "`batchd serve` (warm) driven by the `openai` client: upload, create, poll, download"
+    timing = (
+        "batch created -> seen completed by polling (poll interval 0.5 % of the elapsed time, "
+        "50 ms to 1 s); end-to-end (upload start -> result files downloaded) reported separately"
+    )
+
+    def unavailable_reason(self) -> str | None:
+        return None
+
+    def run(self, spec: RunSpec) -> SystemRun:
+        config = spec.engine.write_batchd_config(spec.work_dir / "server-models.yaml")
+        env = {**ENGINE_ENV, "BATCHD_MAX_BATCH_LINES": str(max(50_000, spec.lines))}
+        server = ServerProcess(spec.work_dir / "data", env=env, args=["--config", str(config)], models=True)
+        rss = TreeRss(lambda: server.proc.pid if server.proc else None).start()
+        spawned = time.time()
+        try:
+            try:
+                server.start(timeout=spec.timeout)
+            except (RuntimeError, TimeoutError) as exc:
+                return SystemRun.failed_run(self.name, spec.lines, f"server did not start: {exc}"[-2000:])
+            healthy = time.time()
+            client = openai.OpenAI(base_url=server.base_url, api_key="bench", timeout=600, max_retries=5)
+            warm = _run_batch(client, spec.warmup_path, spec.endpoint, spec.work_dir / "warmup", spec.timeout)
+            if warm["status"] != "completed":
+                return SystemRun.failed_run(self.name, spec.lines, f"warm-up batch ended {warm['status']}")
+            measured = _run_batch(client, spec.input_path, spec.endpoint, spec.work_dir / "batch", spec.timeout)
+        finally:
+            rss.stop()
+            server.stop()
+        run = SystemRun(
+            self.name, spec.lines,
+            wall_s=measured["downloaded"] - spawned,
+            processing_s=measured["completed"] - measured["created"],
+            startup_s=healthy - spawned,
+            end_to_end_s=measured["downloaded"] - measured["upload"],
+            timing=self.timing,
+            rss=rss.summary((measured["created"], measured["completed"])),
+        )
+        if measured["status"] != "completed":
+            run.error = f"batch ended {measured['status']}: {measured['errors']}"
+        run.count(scan_results(*measured["files"]))
+        return run
+
+
+def _run_batch(client: openai.OpenAI, path: Path, endpoint: str, prefix: Path, timeout: float) -> dict:
+    """Upload ``path``, run it as a batch, download its result files; ``time.time()`` stamps."""
+    stamps: dict = {"upload": time.time()}
+    with path.open("rb") as fh:
+        file = client.files.create(file=(path.name, fh), purpose="batch")
+    stamps["created"] = time.time()
+    batch = client.batches.create(input_file_id=file.id, endpoint=endpoint, completion_window="24h")
+    while batch.status not in TERMINAL:
+        elapsed = time.time() - stamps["created"]
+        if elapsed > timeout:
+            raise TimeoutError(f"batch {batch.id} still {batch.status} after {timeout:.0f} s")
+        time.sleep(min(1.0, max(0.05, elapsed * 0.005)))
+        batch = client.batches.retrieve(batch.id)
+    stamps["completed"] = time.time()
+    files = []
+    for kind, file_id in (("output", batch.output_file_id), ("errors", batch.error_file_id)):
+        if file_id:
+            target = prefix.with_name(f"{prefix.name}-{kind}.jsonl")
+            with client.files.with_streaming_response.content(file_id) as response:
+                response.stream_to_file(target)
+            files.append(target)
+    stamps["downloaded"] = time.time()
+    stamps.update(status=batch.status, errors=batch.errors, files=files)
+    return stamps
