@@ -7,11 +7,11 @@ body, same mapping of exceptions to error envelopes — minus HTTP itself.
 
 from __future__ import annotations
 
-import json
 from http import HTTPStatus
 from types import SimpleNamespace
 from typing import Any
 
+import orjson
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.datastructures import State
@@ -161,7 +161,7 @@ class ModelEngine:
 
 def _render(content: Any) -> dict[str, Any]:
     """The JSON object the route's JSONResponse would put on the wire."""
-    return json.loads(JSONResponse(content=content).body)
+    return orjson.loads(JSONResponse(content=content).body)
 
 
 def error_reply(
@@ -180,7 +180,7 @@ def _reply_for(error: ErrorResponse) -> Reply:
 def _response_reply(response: Response) -> Reply:
     if isinstance(response, StreamingResponse):
         raise ValueError("The handler returned a byte stream, which a batch line cannot hold.")
-    return int(response.status_code), json.loads(response.body)
+    return int(response.status_code), orjson.loads(response.body)
 
 
 async def _close_stream(result: Any) -> None:

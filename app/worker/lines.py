@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import json
-import uuid
+import random
 from dataclasses import dataclass
+
+import orjson
 
 from app.engine.endpoints import normalize_endpoint
 
 EXPIRED_MESSAGE = "This request could not be executed before the completion window expired."
 CANCELLED_MESSAGE = "This request was not executed because the batch was cancelled."
+
+# Output line ids need to be unique, not secret: uuid4 reads os.urandom on every call, a
+# visible share of the front-end's time on fast endpoints. Seeded from os.urandom once.
+_line_ids = random.Random()
+
+
+def _line_id() -> str:
+    return f"batch_req_{_line_ids.getrandbits(128):032x}"
 
 
 @dataclass
@@ -39,7 +49,7 @@ def custom_id_of(raw: bytes) -> str | None:
 
 def response_line(custom_id: str, status_code: int, request_id: str, body: dict) -> dict:
     return {
-        "id": f"batch_req_{uuid.uuid4().hex}",
+        "id": _line_id(),
         "custom_id": custom_id,
         "response": {"status_code": status_code, "request_id": request_id, "body": body},
         "error": None,
@@ -49,7 +59,7 @@ def response_line(custom_id: str, status_code: int, request_id: str, body: dict)
 def error_line(custom_id: str | None, code: str, message: str) -> dict:
     """A non-HTTP failure: `response` is null and `error` says why."""
     return {
-        "id": f"batch_req_{uuid.uuid4().hex}",
+        "id": _line_id(),
         "custom_id": custom_id,
         "response": None,
         "error": {"code": code, "message": message},
@@ -57,4 +67,6 @@ def error_line(custom_id: str | None, code: str, message: str) -> dict:
 
 
 def dumps(record: dict) -> str:
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    """Compact UTF-8 JSON (orjson: stdlib json was a quarter of the front-end's time when
+    writing embedding lines)."""
+    return orjson.dumps(record).decode()
