@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import httpx
@@ -38,8 +39,9 @@ def test_seed_example_files_complete(model_client, seed):
     assert set(output) == {line["custom_id"] for line in inputs} and errors == {}
     output_file = model_client.files.retrieve(done.output_file_id)
     assert (output_file.purpose, output_file.filename) == ("batch_output", f"{done.id}_output.jsonl")
+    assert len({line["id"] for line in output.values()}) == len(output)
     for line in output.values():
-        assert line["id"].startswith("batch_req_") and line["error"] is None
+        assert re.fullmatch(r"batch_req_[0-9a-f]{32}", line["id"]) and line["error"] is None
         response = line["response"]
         assert response["status_code"] == 200 and response["request_id"].startswith("req_")
         body = response["body"]
@@ -112,10 +114,13 @@ def _long_lines(n: int, prefix: str = "slow") -> list[dict]:
 
 def test_cancel_mid_run_keeps_finished_lines(model_client, model_server):
     batch = create(model_client, _long_lines(600))
-    wait_for(model_client, batch.id, until=lambda b: b.request_counts.completed >= 10)
+    running = wait_for(model_client, batch.id, statuses=(), timeout=120,
+                       until=lambda b: b.request_counts.completed >= 10)
+    assert running.status == "in_progress", running
     response = httpx.delete(f"{model_server.base_url}/files/{batch.input_file_id}",
                             headers={"Authorization": "Bearer key-a"}, timeout=60)
-    assert response.status_code == 409  # the input of a running batch stays
+    # The input of a running batch stays.
+    assert response.status_code == 409, (response.text, model_client.batches.retrieve(batch.id))
     cancelling = model_client.batches.cancel(batch.id)
     assert cancelling.status == "cancelling" and cancelling.cancelling_at is not None
     done = wait_for(model_client, batch.id, timeout=120)
