@@ -170,8 +170,8 @@ def test_expiry_stops_the_batch_and_keeps_finished_lines(model_client):
 
 
 def test_concurrent_batches_share_the_engine(model_client):
-    first = create(model_client, _long_lines(300, "first"))
-    second = create(model_client, _long_lines(300, "second"))
+    first = create(model_client, _long_lines(150, "first"))
+    second = create(model_client, _long_lines(150, "second"))
     # Measure from the moment both batches are running (the second may start late on a busy
     # machine): from then on the second gets a fair share, it does not wait for the first.
     started = wait_for(model_client, second.id, until=lambda b: b.request_counts.completed >= 1)
@@ -182,7 +182,7 @@ def test_concurrent_batches_share_the_engine(model_client):
     second_gain = second_then - started.request_counts.completed
     assert second_gain >= first_gain // 2 - 16, (first_at_start, first_gain, second_gain)
     done = [first_done, wait_for(model_client, second.id)]
-    assert [b.request_counts.completed for b in done] == [300, 300], [
+    assert [b.request_counts.completed for b in done] == [150, 150], [
         read_lines(model_client, b.error_file_id)[:2] for b in done]
 
 

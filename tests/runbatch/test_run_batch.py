@@ -52,7 +52,9 @@ def _stable(value):
     return value
 
 
-@pytest.fixture(scope="module")
+# Session scope: the test using it runs once per database backend, and pytest would rebuild a
+# module-scoped fixture for each (two run-batch engine starts, about 80 s).
+@pytest.fixture(scope="session")
 def seed_results(tmp_path_factory) -> dict[str, dict]:
     """run-batch over the seeds' examples, once per built-in model: {custom_id: result line}."""
     tmp = tmp_path_factory.mktemp("seeds")
