@@ -1,9 +1,12 @@
 """Benchmark batchd against vLLM, side by side, on the same generated input and machine.
 
     .venv/bin/python -m bench [--workloads W1,W2,W3,W4] [--scale 1.0] [--systems limit,peer,runbatch,server]
+                      [--rounds 1]
 
 For each workload writes <results-dir>/<date>-<workload>.json, .md and .png. Systems run one
-after the other, each in fresh processes. Exits 1 if any available system failed a run
+after the other, each in fresh processes; with --rounds N every input runs N times, the
+systems' order rotating each round, and each system's median round is reported (on a shared
+2-CPU machine one run's throughput can be off by a fifth). Exits 1 if any available system failed a run
 (targets missed are reported, not an error); the work directory (inputs, outputs, logs) is
 then kept.
 """
@@ -49,6 +52,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies every line count (smoke runs)")
     parser.add_argument("--enforce-eager", action="store_true",
                         help="start every engine without torch.compile (faster start-up; smoke runs)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every input this many times, systems interleaved; report each system's median round")
     parser.add_argument("--seed", type=int, default=0, help="input generation seed")
     parser.add_argument("--results-dir", type=Path, default=RESULTS)
     parser.add_argument("--work-dir", type=Path, help="inputs, outputs and logs (default: a temp dir)")
@@ -57,6 +62,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.scale <= 0:
         parser.error("--scale must be positive")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     return args
 
 
@@ -79,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         machine = machine_info()
         result = run_workload(workload, args.systems, models, work_dir, scale=args.scale, seed=args.seed,
                               timeout=args.timeout, unavailable=unavailable, enforce_eager=args.enforce_eager,
-                              log=lambda text: print(text, flush=True))
+                              rounds=args.rounds, log=lambda text: print(text, flush=True))
         machine["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
         report = build_report(result, machine)
         stem = args.results_dir / f"{dt.date.today().isoformat()}-{workload.slug}"

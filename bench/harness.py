@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bench.engine import EngineSettings
 from bench.models import Models
-from bench.result import SystemRun
+from bench.result import SystemRun, median_run
 from bench.systems import SYSTEMS, RunSpec
 from bench.workloads import PreparedRun, Workload, prepare
 
@@ -20,6 +20,7 @@ class WorkloadResult:
     engine: EngineSettings
     scale: float
     seed: int
+    rounds: int
     # One entry per input size: the input and each system's run of it, in system order.
     runs: list[tuple[PreparedRun, dict[str, SystemRun]]]
 
@@ -35,9 +36,11 @@ def run_workload(
     timeout: float,
     unavailable: dict[str, str],
     enforce_eager: bool = False,
+    rounds: int = 1,
     log: Callable[[str], None] = print,
 ) -> WorkloadResult:
-    """Prepare the inputs and run them; a system's failure is recorded, never raised.
+    """Prepare the inputs and run them ``rounds`` times, systems interleaved; each system's
+    result is its median round. A system's failure is recorded, never raised.
     ``unavailable`` maps system names that cannot run here to the reason."""
     directory = work_dir / workload.slug
     prepared = prepare(workload, models, directory / "inputs", scale=scale, seed=seed)
@@ -45,21 +48,30 @@ def run_workload(
         prepared = replace(prepared, engine=replace(prepared.engine, enforce_eager=True))
     runs = []
     for item in prepared.runs:
-        results: dict[str, SystemRun] = {}
+        rounds_of: dict[str, list[SystemRun]] = {name: [] for name in systems if name not in unavailable}
         for name in systems:
             if name in unavailable:
-                results[name] = SystemRun.unavailable(name, item.lines, unavailable[name])
                 log(f"[{workload.id} {item.label}] {name}: unavailable ({unavailable[name]})")
-                continue
-            run_dir = directory / f"{name}-{item.lines}"
-            run_dir.mkdir(parents=True, exist_ok=True)
-            spec = RunSpec(prepared.engine, prepared.endpoint, item.input_path, item.lines,
-                           prepared.warmup_path, run_dir, timeout)
-            log(f"[{workload.id} {item.label}] {name}: running ...")
-            results[name] = _checked(name, item.lines, lambda: SYSTEMS[name].run(spec))
-            log(f"[{workload.id} {item.label}] {name}: {_one_line(results[name])}")
+        for round_ in range(rounds):
+            for name in _rotated(list(rounds_of), round_):
+                run_dir = directory / (f"{name}-{item.lines}" + (f"-r{round_ + 1}" if rounds > 1 else ""))
+                run_dir.mkdir(parents=True, exist_ok=True)
+                spec = RunSpec(prepared.engine, prepared.endpoint, item.input_path, item.lines,
+                               prepared.warmup_path, run_dir, timeout)
+                label = f"[{workload.id} {item.label}" + (f" round {round_ + 1}/{rounds}]" if rounds > 1 else "]")
+                log(f"{label} {name}: running ...")
+                rounds_of[name].append(_checked(name, item.lines, lambda: SYSTEMS[name].run(spec)))
+                log(f"{label} {name}: {_one_line(rounds_of[name][-1])}")
+        results = {name: median_run(rounds_of[name]) if name in rounds_of
+                   else SystemRun.unavailable(name, item.lines, unavailable[name]) for name in systems}
         runs.append((item, results))
-    return WorkloadResult(workload, prepared.engine, scale, seed, runs)
+    return WorkloadResult(workload, prepared.engine, scale, seed, rounds, runs)
+
+
+def _rotated(names: list[str], round_: int) -> list[str]:
+    """Each round starts one system later, so no system always runs first, on cold caches."""
+    shift = round_ % len(names) if names else 0
+    return names[shift:] + names[:shift]
 
 
 def _checked(name: str, lines: int, call: Callable[[], SystemRun]) -> SystemRun:

@@ -28,6 +28,7 @@ def build_report(result: WorkloadResult, machine: dict) -> dict:
         "date": dt.date.today().isoformat(),
         "scale": result.scale,
         "seed": result.seed,
+        "rounds": result.rounds,
         "machine": machine,
         "engine": {**asdict(result.engine), "kv_cache_bytes": result.engine.kv_cache_bytes},
         "systems": {name: {"description": SYSTEMS[name].description, "timing": SYSTEMS[name].timing}
@@ -73,7 +74,7 @@ def _context(report: dict) -> str:
     return (
         f"Machine: {m['cpus']} CPUs, {m['memory_gib']} GiB, load average {m['load_average'][0]} at start; "
         f"vLLM {m['vllm']}, torch {m['torch']}, Python {m['python']}, batchd {m['batchd_commit']}. "
-        f"Seed {report['seed']}.{scale}\n\n"
+        f"Seed {report['seed']}.{scale}{_rounds(report.get('rounds', 1))}\n\n"
         f"Engine (identical for every system): `{e['served_name']}` ({e['runner']}), dtype {e['dtype']}, "
         f"max_model_len {e['max_model_len']}, KV cache {e['kv_cache_gib']} GiB ({e['kv_cache_bytes']:,} bytes), "
         f"max_num_seqs {e['max_num_seqs']}, max_num_batched_tokens {e['max_num_batched_tokens']}, "
@@ -87,6 +88,13 @@ _RUN_HEADER = (
     "| wall s | start-up s | peak RSS MB | RSS × limit | RSS × peer | peak RSS MB by process |\n"
     "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
+
+
+def _rounds(rounds: int) -> str:
+    if rounds <= 1:
+        return ""
+    return (f" {rounds} rounds: every system ran each input {rounds} times, systems interleaved and the "
+            "order rotated each round; each row is the system's median round.")
 
 
 def _run_table(run: dict) -> str:
@@ -111,6 +119,9 @@ def _run_table(run: dict) -> str:
         )
         if s["error"]:
             notes.append(f"- {name}: {_first_line(s['error'])}")
+        if len(s.get("round_lines_per_s") or []) > 1:
+            notes.append(f"- {name}: lines/s by round " + ", ".join(_f(v, ',.1f') for v in s["round_lines_per_s"])
+                         + " (the median round is shown).")
         if s["end_to_end_s"] is not None:
             notes.append(f"- {name}: end-to-end (upload start → results downloaded) {s['end_to_end_s']:.2f} s, "
                          f"{s['lines'] / s['end_to_end_s']:,.1f} lines/s.")

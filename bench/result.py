@@ -30,6 +30,8 @@ class SystemRun:
     end_to_end_s: float | None = None
     timing: str = ""
     rss: dict[str, Any] = field(default_factory=dict)
+    # Every round's lines/s when the input ran more than once (this run is the median one).
+    round_lines_per_s: list[float | None] = field(default_factory=list)
 
     @classmethod
     def unavailable(cls, system: str, lines: int, reason: str) -> SystemRun:
@@ -67,6 +69,17 @@ class SystemRun:
         for key in ("wall_s", "processing_s", "startup_s", "end_to_end_s"):
             out[key] = _round(out[key], 3)
         return out
+
+
+def median_run(rounds: list[SystemRun]) -> SystemRun:
+    """The round with the median throughput (the lower one of an even count), carrying every
+    round's lines/s. Any failed round is the result: a flaky system must not hide behind its
+    good rounds."""
+    failed = [run for run in rounds if not run.succeeded]
+    chosen = failed[0] if failed else sorted(rounds, key=lambda run: run.lines_per_s)[(len(rounds) - 1) // 2]
+    if len(rounds) > 1:
+        chosen.round_lines_per_s = [_round(run.lines_per_s) for run in rounds]
+    return chosen
 
 
 def _round(value: float | None, digits: int = 2) -> float | None:

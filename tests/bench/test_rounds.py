@@ -1,0 +1,58 @@
+"""Repeated rounds: each system's reported run is its median round, a failed round is never
+hidden, and the running order rotates between rounds."""
+
+from __future__ import annotations
+
+from bench.harness import _rotated
+from bench.report import markdown
+from bench.result import SystemRun, median_run
+
+
+def _run(processing_s: float | None, error: str | None = None) -> SystemRun:
+    return SystemRun("runbatch", 100, ok=100, processing_s=processing_s, error=error)
+
+
+def test_median_round_is_reported_with_every_rounds_throughput():
+    chosen = median_run([_run(2.0), _run(1.0), _run(4.0)])
+    assert chosen.processing_s == 2.0
+    assert chosen.round_lines_per_s == [50.0, 100.0, 25.0]
+
+
+def test_even_rounds_report_the_lower_median():
+    assert median_run([_run(1.0), _run(2.0), _run(4.0), _run(5.0)]).processing_s == 4.0
+
+
+def test_a_failed_round_is_the_result():
+    chosen = median_run([_run(1.0), _run(None, error="engine died"), _run(2.0)])
+    assert chosen.error == "engine died"
+
+
+def test_single_round_carries_no_round_list():
+    assert median_run([_run(1.0)]).round_lines_per_s == []
+
+
+def test_order_rotates_each_round():
+    names = ["limit", "peer", "runbatch", "server"]
+    assert [_rotated(names, r)[0] for r in range(5)] == ["limit", "peer", "runbatch", "server", "limit"]
+    assert sorted(_rotated(names, 3)) == sorted(names)
+
+
+def test_markdown_lists_the_rounds():
+    run = median_run([_run(2.0), _run(1.0), _run(4.0)])
+    report = {
+        "workload": {"id": "W1", "title": "t", "description": "d"}, "date": "2026-11-23", "scale": 1, "seed": 0,
+        "rounds": 3,
+        "machine": {"cpus": 2, "memory_gib": 1, "load_average": [0.0], "vllm": "v", "torch": "t", "python": "p",
+                    "batchd_commit": "c"},
+        "engine": {"served_name": "m", "runner": "generate", "dtype": "float32", "max_model_len": 1,
+                   "kv_cache_gib": 1, "kv_cache_bytes": 1, "max_num_seqs": 1, "max_num_batched_tokens": 1,
+                   "enable_prefix_caching": True},
+        "systems": {"runbatch": {"description": "d", "timing": "t"}},
+        "runs": [{"label": "100 lines", "lines": 100, "systems": {"runbatch": {
+            **run.to_dict(), "ratios": {"lines_per_s_vs_limit": None, "lines_per_s_vs_peer": None,
+                                        "peak_rss_vs_limit": None, "peak_rss_vs_peer": None}}}}],
+        "targets": [],
+    }
+    text = markdown(report)
+    assert "3 rounds" in text and "each row is the system's median round" in text
+    assert "- runbatch: lines/s by round 50.0, 100.0, 25.0 (the median round is shown)." in text
