@@ -26,5 +26,11 @@ run: install
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# All workloads, three rounds each (over four hours on 2 CPUs); a quicker run: BENCH_ARGS="--workloads W1 --rounds 1".
+BENCH_ARGS ?= --rounds 3
+
+bench: install
+	$(BIN)/python -m bench $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) data
