@@ -25,6 +25,7 @@ from vllm.utils.gc_utils import freeze_gc_heap
 from vllm.v1.engine.exceptions import EngineDeadError as VllmEngineDeadError
 
 from app.engine import launch
+from app.engine.cpu_affinity import pin_off_worker_cpus, unpin
 from app.engine.endpoints import ALL_ENDPOINTS, normalize_endpoint
 from app.engine.errors import EngineDeadError, EngineNotReadyError, RequestAborted
 from app.engine.model_engine import ModelEngine, error_reply
@@ -60,6 +61,7 @@ class EngineRegistry:
         self._aborted: set[str] = set()
         self._ready = False
         self._closed = False
+        self._cpus_before_pinning: set[int] | None = None
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -86,6 +88,8 @@ class EngineRegistry:
                 self._created[spec.name] = int(time.time())
                 if self._closed:
                     raise EngineNotReadyError("shutdown() was called while the engines were starting.")
+            # Once all are up: engines started after pinning would inherit the narrowed CPUs.
+            self._cpus_before_pinning = pin_off_worker_cpus()
         except BaseException:
             await self.shutdown()
             raise
@@ -117,6 +121,9 @@ class EngineRegistry:
                 engine.shutdown()
             except Exception:
                 logger.exception("Shutting down the engine for %s failed", engine.name)
+        if self._cpus_before_pinning is not None:
+            unpin(self._cpus_before_pinning)
+            self._cpus_before_pinning = None
 
     # -- what is served ----------------------------------------------------
 

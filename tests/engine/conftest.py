@@ -38,8 +38,12 @@ def registry(run, tmp_path_factory):
     from app.engine import EngineRegistry, builtin_model_specs
 
     registry = EngineRegistry()
+    cpus = os.sched_getaffinity(0)
     specs = builtin_model_specs(tmp_path_factory.mktemp("data"))
     # Eager engines start ~10 s faster (no torch.compile); the engine path is the same.
     run(registry.start([replace(s, engine_args={**s.engine_args, "enforce_eager": True}) for s in specs]))
     yield registry
     run(registry.shutdown())
+    # The registry pins this process off the workers' CPUs while it runs; later engines in
+    # this process need them all back.
+    assert os.sched_getaffinity(0) == cpus

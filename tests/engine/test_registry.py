@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import time
 
 import psutil
@@ -50,6 +51,21 @@ def test_models_and_endpoints(registry):
     assert registry.endpoints_for(MINILM_NAME) == {"/v1/embeddings", "/v1/score", "/v1/rerank"}
     assert registry.endpoints_for("nope") == set()
     assert registry.suggested_concurrency(TINY_CHAT_NAME) >= 2
+
+
+def test_front_end_and_engine_cores_run_off_the_workers_cpus(registry):
+    """vLLM binds each CPU worker to part of the CPUs; everything else is pinned to the rest,
+    so the front-end's work never takes CPU time from a worker."""
+    tree = [psutil.Process(), *psutil.Process().children(recursive=True)]
+    workers = [p for p in tree if p.cmdline()[:1] and p.cmdline()[0].startswith("VLLM::Worker")]
+    cores = [p for p in tree if p.cmdline()[:1] and p.cmdline()[0].startswith("VLLM::EngineCore")]
+    assert len(workers) == 2 and len(cores) == 2
+    worker_cpus = set().union(*(set(p.cpu_affinity()) for p in workers))
+    before = registry._cpus_before_pinning
+    assert before is not None and worker_cpus < before, "vLLM should leave CPUs beside the workers"
+    for process in [psutil.Process(), *cores]:
+        for thread in process.threads():
+            assert os.sched_getaffinity(thread.id) == before - worker_cpus, process.cmdline()[:1]
 
 
 def test_chat_completion(registry, run):

@@ -1,0 +1,104 @@
+"""Keep the front-end and engine-core processes off the CPUs vLLM's CPU workers are bound to.
+
+On the CPU platform vLLM binds each worker's OpenMP threads to its own CPUs and leaves the rest
+("reserved") for the other processes, but it does not pin those: the API process and the engine
+core (which busy-polls while the worker computes) float over every CPU, the workers' included.
+On 2 CPUs batchd's front-end (templating, tokenising, response objects: 0.2-0.3 of a CPU in W1)
+then spills onto the worker's CPU and the worker gets 0.82-0.98 of it instead of all of it
+(bench/README.md). Pinning this process and the engine cores to the CPUs no worker is bound to
+gives the workers their CPUs to themselves.
+
+``BATCHD_ENGINE_CPU_AFFINITY``: ``auto`` (default: pin when the workers leave CPUs free) or
+``off``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from vllm.platforms import current_platform
+
+from app.engine.specs import ModelConfigError
+
+logger = logging.getLogger(__name__)
+
+SETTING = "BATCHD_ENGINE_CPU_AFFINITY"
+WORKER_TITLE = "VLLM::Worker"
+
+
+def pin_off_worker_cpus() -> set[int] | None:
+    """Pin every thread of this process and of its non-worker descendants to the CPUs no
+    worker descendant is bound to. Call once all engines have started (engines spawned later
+    would inherit the narrowed set), and :func:`unpin` after they stop. Returns this process's
+    CPUs before pinning, or None when nothing changed."""
+    setting = os.environ.get(SETTING, "auto").strip() or "auto"
+    if setting not in ("auto", "off"):
+        raise ModelConfigError(f"{SETTING}={setting!r}: expected auto or off.")
+    if setting == "off" or not current_platform.is_cpu() or not hasattr(os, "sched_setaffinity"):
+        return None
+    descendants = _descendants(os.getpid())
+    workers = [pid for pid in descendants if _title(pid).startswith(WORKER_TITLE)]
+    allowed = os.sched_getaffinity(0)
+    worker_cpus = set().union(*(_affinity(pid) for pid in workers)) if workers else set()
+    free = allowed - worker_cpus
+    if not worker_cpus or not free:
+        return None  # no CPU worker, or the workers use every CPU (nothing left to move to)
+    _set_affinity([os.getpid(), *(pid for pid in descendants if pid not in workers)], free)
+    logger.info("Front-end and engine-core processes pinned to CPUs %s; workers keep %s.",
+                sorted(free), sorted(worker_cpus))
+    return allowed
+
+
+def unpin(cpus: set[int]) -> None:
+    """Give this process back the CPUs :func:`pin_off_worker_cpus` returned, so engines it
+    starts later (tests start several registries in one process) can bind to any of them."""
+    _set_affinity([os.getpid()], cpus)
+
+
+def _set_affinity(pids: list[int], cpus: set[int]) -> None:
+    for pid in pids:
+        for tid in _threads(pid):
+            try:
+                os.sched_setaffinity(tid, cpus)
+            except (ProcessLookupError, PermissionError):
+                pass  # the thread ended, or is not ours to move
+
+
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        ppid = int(text[text.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _title(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _affinity(pid: int) -> set[int]:
+    try:
+        return os.sched_getaffinity(pid)
+    except OSError:
+        return set()
+
+
+def _threads(pid: int) -> list[int]:
+    try:
+        return [int(task.name) for task in Path(f"/proc/{pid}/task").iterdir()]
+    except OSError:
+        return []
