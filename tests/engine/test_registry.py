@@ -56,16 +56,21 @@ def test_models_and_endpoints(registry):
 def test_front_end_and_engine_cores_run_off_the_workers_cpus(registry):
     """vLLM binds each CPU worker to part of the CPUs; everything else is pinned to the rest,
     so the front-end's work never takes CPU time from a worker."""
-    tree = [psutil.Process(), *psutil.Process().children(recursive=True)]
-    workers = [p for p in tree if p.cmdline()[:1] and p.cmdline()[0].startswith("VLLM::Worker")]
-    cores = [p for p in tree if p.cmdline()[:1] and p.cmdline()[0].startswith("VLLM::EngineCore")]
+    # This registry's engine cores are children of this process; a session's `batchd serve`
+    # subprocesses (their own engines, pinned by themselves) are left aside.
+    cores = [p for p in psutil.Process().children() if _title(p).startswith("VLLM::EngineCore")]
+    workers = [w for core in cores for w in core.children() if _title(w).startswith("VLLM::Worker")]
     assert len(workers) == 2 and len(cores) == 2
     worker_cpus = set().union(*(set(p.cpu_affinity()) for p in workers))
     before = registry._cpus_before_pinning
     assert before is not None and worker_cpus < before, "vLLM should leave CPUs beside the workers"
     for process in [psutil.Process(), *cores]:
         for thread in process.threads():
-            assert os.sched_getaffinity(thread.id) == before - worker_cpus, process.cmdline()[:1]
+            assert os.sched_getaffinity(thread.id) == before - worker_cpus, _title(process)
+
+
+def _title(process: psutil.Process) -> str:
+    return (process.cmdline() or [""])[0]
 
 
 def test_chat_completion(registry, run):
