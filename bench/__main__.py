@@ -6,9 +6,9 @@
 For each workload writes <results-dir>/<date>-<workload>.json, .md and .png. Systems run one
 after the other, each in fresh processes; with --rounds N every input runs N times, the
 systems' order rotating each round, and each system's median round is reported (on a shared
-2-CPU machine one run's throughput can be off by a fifth). Exits 1 if any available system failed a run
-(targets missed are reported, not an error); the work directory (inputs, outputs, logs) is
-then kept.
+2-CPU machine one run's throughput can be off by a fifth). Exits 1 if any available system
+failed a run (targets missed are reported, not an error); the work directory (inputs, outputs,
+logs) is then kept.
 """
 
 from __future__ import annotations

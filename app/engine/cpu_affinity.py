@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
 
+import psutil
 from vllm.platforms import current_platform
 
 from app.engine.specs import ModelConfigError
@@ -38,14 +38,15 @@ def pin_off_worker_cpus() -> set[int] | None:
         raise ModelConfigError(f"{SETTING}={setting!r}: expected auto or off.")
     if setting == "off" or not current_platform.is_cpu() or not hasattr(os, "sched_setaffinity"):
         return None
-    descendants = _descendants(os.getpid())
-    workers = [pid for pid in descendants if _title(pid).startswith(WORKER_TITLE)]
+    me = psutil.Process()
+    descendants = me.children(recursive=True)
+    workers = [proc for proc in descendants if _title(proc).startswith(WORKER_TITLE)]
     allowed = os.sched_getaffinity(0)
-    worker_cpus = set().union(*(_affinity(pid) for pid in workers)) if workers else set()
+    worker_cpus = set().union(*(_affinity(proc) for proc in workers))
     free = allowed - worker_cpus
     if not worker_cpus or not free:
         return None  # no CPU worker, or the workers use every CPU (nothing left to move to)
-    _set_affinity([os.getpid(), *(pid for pid in descendants if pid not in workers)], free)
+    _set_affinity([me, *(proc for proc in descendants if proc not in workers)], free)
     logger.info("Front-end and engine-core processes pinned to CPUs %s; workers keep %s.",
                 sorted(free), sorted(worker_cpus))
     return allowed
@@ -54,51 +55,33 @@ def pin_off_worker_cpus() -> set[int] | None:
 def unpin(cpus: set[int]) -> None:
     """Give this process back the CPUs :func:`pin_off_worker_cpus` returned, so engines it
     starts later (tests start several registries in one process) can bind to any of them."""
-    _set_affinity([os.getpid()], cpus)
+    _set_affinity([psutil.Process()], cpus)
 
 
-def _set_affinity(pids: list[int], cpus: set[int]) -> None:
-    for pid in pids:
-        for tid in _threads(pid):
+def _set_affinity(processes: list[psutil.Process], cpus: set[int]) -> None:
+    # Per thread: sched_setaffinity moves only the thread it names, and threads started
+    # before pinning (tokenizer pools, zmq) would keep running on the workers' CPUs.
+    for proc in processes:
+        try:
+            threads = proc.threads()
+        except psutil.Error:
+            continue  # the process ended
+        for thread in threads:
             try:
-                os.sched_setaffinity(tid, cpus)
+                os.sched_setaffinity(thread.id, cpus)
             except (ProcessLookupError, PermissionError):
                 pass  # the thread ended, or is not ours to move
 
 
-def _descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        ppid = int(text[text.rindex(")") + 2:].split()[1])
-        children.setdefault(ppid, []).append(int(stat.parent.name))
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def _title(pid: int) -> str:
+def _title(proc: psutil.Process) -> str:
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
-    except OSError:
+        return (proc.cmdline() or [""])[0]
+    except psutil.Error:
         return ""
 
 
-def _affinity(pid: int) -> set[int]:
+def _affinity(proc: psutil.Process) -> set[int]:
     try:
-        return os.sched_getaffinity(pid)
-    except OSError:
+        return set(proc.cpu_affinity())
+    except psutil.Error:
         return set()
-
-
-def _threads(pid: int) -> list[int]:
-    try:
-        return [int(task.name) for task in Path(f"/proc/{pid}/task").iterdir()]
-    except OSError:
-        return []
