@@ -146,10 +146,10 @@ class BatchRepository:
         insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
         by_line = {row.line_no: row for row in rows}
         result = await self.session.execute(
-            insert_fn(BatchLine)
-            .values([{"batch_id": claim.batch_id, "line_no": r.line_no, "ok": r.ok, "line": r.line} for r in rows])
+            insert_fn(BatchLine.__table__)
             .on_conflict_do_nothing(index_elements=["batch_id", "line_no"])
-            .returning(BatchLine.line_no)
+            .returning(BatchLine.line_no),
+            [{"batch_id": claim.batch_id, "line_no": r.line_no, "ok": r.ok, "line": r.line} for r in rows],
         )
         new = [by_line[line_no] for (line_no,) in result.all()]
         counted = await self._fenced_update(
