@@ -38,11 +38,13 @@ async def get_project(request: Request) -> str:
     return await request.app.state.auth.project_for(request.headers.get("authorization"))
 
 
-def get_settings(request: Request) -> Settings:
+# The dependencies below are `async def` although they never await: FastAPI runs plain `def`
+# dependencies in its thread pool, a thread hop per dependency on every request.
+async def get_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def get_store(request: Request) -> LocalBlobStore:
+async def get_store(request: Request) -> LocalBlobStore:
     return request.app.state.store
 
 
@@ -53,14 +55,14 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 StoreDep = Annotated[LocalBlobStore, Depends(get_store)]
 
 
-def get_file_service(session: SessionDep, store: StoreDep, settings: SettingsDep) -> FileService:
+async def get_file_service(session: SessionDep, store: StoreDep, settings: SettingsDep) -> FileService:
     return FileService(session, store, settings)
 
 
 FileServiceDep = Annotated[FileService, Depends(get_file_service)]
 
 
-def get_batch_service(session: SessionDep, settings: SettingsDep) -> BatchService:
+async def get_batch_service(session: SessionDep, settings: SettingsDep) -> BatchService:
     return BatchService(session, settings)
 
 
