@@ -14,9 +14,9 @@ from app.services.unit_of_work import after_commit
 router = APIRouter(prefix="/batches", tags=["batches"], responses=ERROR_RESPONSES)
 
 
-def _wake_worker_after_commit(request: Request, session) -> None:
+def _wake_worker_after_commit(request: Request, session, batch_id: str | None = None) -> None:
     async def wake() -> None:
-        request.app.state.worker.wake()
+        request.app.state.worker.wake(batch_id)
 
     after_commit(session, wake)
 
@@ -62,5 +62,5 @@ async def cancel_batch(
 ) -> BatchObject:
     """Cancel a batch: `cancelling` at once, `cancelled` once in-flight requests are aborted."""
     batch = await batches.cancel(project, batch_id)
-    _wake_worker_after_commit(request, session)
+    _wake_worker_after_commit(request, session, batch.id)
     return BatchObject.from_row(batch)

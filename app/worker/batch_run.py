@@ -23,14 +23,22 @@ from app.worker.ordering import grouped_by_prefix
 
 log = logging.getLogger("batchd.worker")
 
-# How often a running batch checks for cancel/expiry and flushes finished lines.
-POLL_SECONDS = 0.25
+# How often a running batch flushes finished lines and checks for cancel/expiry. Each check is
+# two short transactions on the API's event loop, which shares a CPU with the engine core, so
+# not too often: a crash loses at most a second of lines, and a cancel made through this
+# process's API does not wait for the poll (Worker.wake -> BatchRun.check_now).
+POLL_SECONDS = 1.0
 
 
 class BatchRun:
     def __init__(self, ctx: WorkerContext, claim: Claim) -> None:
         self.ctx = ctx
         self.claim = claim
+        self._check_now = asyncio.Event()
+
+    def check_now(self) -> None:
+        """Re-read the status now (a cancel arrived through this process's API)."""
+        self._check_now.set()
 
     async def _load(self) -> Batch | None:
         async with self.ctx.db.read() as session:
@@ -138,7 +146,9 @@ class BatchRun:
     async def _monitor(self, batch: Batch, checkpoint: Checkpoint, stop: asyncio.Event) -> None:
         """Flush finished lines and stop the run when the batch is cancelled or expires."""
         while not stop.is_set():
-            await asyncio.sleep(POLL_SECONDS)
+            with suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._check_now.wait(), POLL_SECONDS)
+            self._check_now.clear()
             await checkpoint.flush()
             async with self.ctx.db.read() as session:
                 status = await BatchRepository(session).status(batch.id)

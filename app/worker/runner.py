@@ -16,7 +16,9 @@ from app.worker.context import WorkerContext
 
 log = logging.getLogger("batchd.worker")
 
-IDLE_POLL_SECONDS = 0.5
+# Batches created through this process wake the worker at once; the poll only picks up work
+# from other processes (their batches, expired leases), so it need not be fast.
+IDLE_POLL_SECONDS = 1.0
 # A batch whose run failed (e.g. the engine died) is left alone this long before a retry.
 RETRY_BACKOFF_SECONDS = 30.0
 
@@ -26,12 +28,17 @@ class Worker:
         self.ctx = ctx
         self._wake = asyncio.Event()
         self._runs: dict[str, asyncio.Task] = {}
+        self._batch_runs: dict[str, BatchRun] = {}
         self._retry_at: dict[str, float] = {}
         self._loop_task: asyncio.Task | None = None
 
-    def wake(self) -> None:
-        """Look for work now (called after a batch is created or cancelled)."""
+    def wake(self, batch_id: str | None = None) -> None:
+        """Look for work now (called after a batch is created or cancelled); a run of `batch_id`
+        in this process re-reads its status at once instead of at its next poll."""
         self._wake.set()
+        run = self._batch_runs.get(batch_id) if batch_id else None
+        if run is not None:
+            run.check_now()
 
     def start(self) -> None:
         self._loop_task = asyncio.create_task(self._loop())
@@ -69,8 +76,9 @@ class Worker:
             self._wake.clear()
 
     async def _run(self, claim: Claim) -> None:
+        run = self._batch_runs[claim.batch_id] = BatchRun(self.ctx, claim)
         try:
-            await BatchRun(self.ctx, claim).run()
+            await run.run()
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -79,4 +87,5 @@ class Worker:
             self._retry_at[claim.batch_id] = time.time() + RETRY_BACKOFF_SECONDS
         finally:
             self._runs.pop(claim.batch_id, None)
+            self._batch_runs.pop(claim.batch_id, None)
             self.wake()

@@ -113,8 +113,13 @@ def _long_lines(n: int, prefix: str = "slow") -> list[dict]:
     return [chat_line(f"{prefix}-{i}", f"story number {i}", max_tokens=200, ignore_eos=True) for i in range(n)]
 
 
+# Long enough (tens of seconds of work on the test model) that the batch is surely still running when the test acts on
+# it: finished lines become visible in flushes, up to a second apart.
+LONG_BATCH = 3000
+
+
 def test_cancel_mid_run_keeps_finished_lines(model_client, model_server):
-    batch = create(model_client, _long_lines(600))
+    batch = create(model_client, _long_lines(LONG_BATCH))
     running = wait_for(model_client, batch.id, statuses=(), timeout=120,
                        until=lambda b: b.request_counts.completed >= 10)
     assert running.status == "in_progress", running
@@ -127,11 +132,11 @@ def test_cancel_mid_run_keeps_finished_lines(model_client, model_server):
     done = wait_for(model_client, batch.id, timeout=120)
     assert done.status == "cancelled" and done.cancelled_at is not None
     counts = done.request_counts
-    assert counts.total == 600 and counts.completed + counts.failed == 600
-    assert 10 <= counts.completed < 600
+    assert counts.total == LONG_BATCH and counts.completed + counts.failed == LONG_BATCH
+    assert 10 <= counts.completed < LONG_BATCH
     output, errors = results_by_custom_id(model_client, done)
     assert len(output) == counts.completed and len(errors) == counts.failed
-    assert set(output) | set(errors) == {f"slow-{i}" for i in range(600)}
+    assert set(output) | set(errors) == {f"slow-{i}" for i in range(LONG_BATCH)}
     for line in errors.values():
         assert line["response"] is None
         assert line["error"] == {"code": "batch_cancelled",
@@ -154,15 +159,15 @@ def test_cancel_of_a_cancelling_batch_is_idempotent(model_client, model_server):
 
 
 def test_expiry_stops_the_batch_and_keeps_finished_lines(model_client):
-    batch = create(model_client, _long_lines(800, "exp"), window="3s")
+    batch = create(model_client, _long_lines(LONG_BATCH, "exp"), window="3s")
     assert batch.expires_at - batch.created_at == 3
     done = wait_for(model_client, batch.id, timeout=120)
     assert done.status == "expired" and done.expired_at is not None
     counts = done.request_counts
-    assert counts.total == 800 and counts.completed + counts.failed == 800 and counts.failed > 0
+    assert counts.total == LONG_BATCH and counts.completed + counts.failed == LONG_BATCH and counts.failed > 0
     output, errors = results_by_custom_id(model_client, done)
     assert len(output) == counts.completed
-    assert set(output) | set(errors) == {f"exp-{i}" for i in range(800)}
+    assert set(output) | set(errors) == {f"exp-{i}" for i in range(LONG_BATCH)}
     for line in errors.values():
         assert line["response"] is None
         assert line["error"] == {"code": "batch_expired",
