@@ -121,11 +121,23 @@ def _run_table(run: dict) -> str:
             notes.append(f"- {name}: {_first_line(s['error'])}")
         if len(s.get("round_lines_per_s") or []) > 1:
             notes.append(f"- {name}: lines/s by round " + ", ".join(_f(v, ',.1f') for v in s["round_lines_per_s"])
-                         + " (the median round is shown).")
+                         + " (the median round is shown)." + _paired_ratios(run["systems"], name))
         if s["end_to_end_s"] is not None:
             notes.append(f"- {name}: end-to-end (upload start → results downloaded) {s['end_to_end_s']:.2f} s, "
                          f"{s['lines'] / s['end_to_end_s']:,.1f} lines/s.")
     return "\n".join(rows) + ("\n\n" + "\n".join(notes) if notes else "")
+
+
+def _paired_ratios(systems: dict, name: str) -> str:
+    """Each round's ratio to the baselines that ran in the same round: the machine's speed drifts
+    between rounds, so these pairs are steadier than the ratio of two medians."""
+    parts = []
+    mine = systems[name]["round_lines_per_s"]
+    for base in ("limit", "peer"):
+        theirs = (systems.get(base) or {}).get("round_lines_per_s") or []
+        if base != name and len(theirs) == len(mine):
+            parts.append(f"× {base} " + ", ".join(_x(a / b if a and b else None) for a, b in zip(mine, theirs)))
+    return f" Same-round ratios: {'; '.join(parts)}." if parts else ""
 
 
 def _growth_table(report: dict) -> str:
