@@ -27,8 +27,8 @@ class Worker:
     def __init__(self, ctx: WorkerContext) -> None:
         self.ctx = ctx
         self._wake = asyncio.Event()
-        self._runs: dict[str, asyncio.Task] = {}
-        self._batch_runs: dict[str, BatchRun] = {}
+        # batch id -> its run and the task driving it
+        self._runs: dict[str, tuple[BatchRun, asyncio.Task]] = {}
         self._retry_at: dict[str, float] = {}
         self._loop_task: asyncio.Task | None = None
 
@@ -36,9 +36,9 @@ class Worker:
         """Look for work now (called after a batch is created or cancelled); a run of `batch_id`
         in this process re-reads its status at once instead of at its next poll."""
         self._wake.set()
-        run = self._batch_runs.get(batch_id) if batch_id else None
-        if run is not None:
-            run.check_now()
+        entry = self._runs.get(batch_id) if batch_id else None
+        if entry is not None:
+            entry[0].check_now()
 
     def start(self) -> None:
         self._loop_task = asyncio.create_task(self._loop())
@@ -48,9 +48,10 @@ class Worker:
             self._loop_task.cancel()
             with suppress(asyncio.CancelledError):
                 await self._loop_task
-        for task in self._runs.values():
+        tasks = [task for _, task in self._runs.values()]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._runs.values(), return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _claim(self) -> Claim | None:
         now = time.time()
@@ -67,16 +68,16 @@ class Worker:
                     claim = await self._claim()
                     if claim is None:
                         break
-                    task = asyncio.create_task(self._run(claim))
-                    self._runs[claim.batch_id] = task
+                    run = BatchRun(self.ctx, claim)
+                    self._runs[claim.batch_id] = (run, asyncio.create_task(self._run(run)))
             except Exception:  # noqa: BLE001 - e.g. a busy database; try again shortly
                 log.warning("claiming batches failed", exc_info=True)
             with suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), IDLE_POLL_SECONDS)
             self._wake.clear()
 
-    async def _run(self, claim: Claim) -> None:
-        run = self._batch_runs[claim.batch_id] = BatchRun(self.ctx, claim)
+    async def _run(self, run: BatchRun) -> None:
+        claim = run.claim
         try:
             await run.run()
         except asyncio.CancelledError:
@@ -87,5 +88,4 @@ class Worker:
             self._retry_at[claim.batch_id] = time.time() + RETRY_BACKOFF_SECONDS
         finally:
             self._runs.pop(claim.batch_id, None)
-            self._batch_runs.pop(claim.batch_id, None)
             self.wake()
