@@ -39,6 +39,8 @@ class Settings(BaseSettings):
     max_concurrent_batches: int = Field(default=4, ge=1)
     # A worker that stops renewing its lease for this long loses the batch to another worker.
     lease_seconds: float = Field(default=15.0, gt=0)
+    # Validation cuts a batch into shards of this many requests; any replica runs any shard.
+    shard_lines: int = Field(default=1_000, ge=1)
     # Served models: `--model` specs (repeatable) and an optional per-model options file.
     models: list[str] = Field(default_factory=list)
     model_config_file: Path | None = None

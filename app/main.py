@@ -19,7 +19,7 @@ from app.openapi import install_openapi
 from app.request_id import RequestIdMiddleware
 from app.services.auth import Authenticator
 from app.services.files import sweep_expired
-from app.storage.local import LocalBlobStore
+from app.storage import BlobStore, open_store
 from app.worker.context import WorkerContext
 from app.worker.runner import Worker
 
@@ -29,7 +29,7 @@ log = logging.getLogger("batchd")
 STALE_TEMP_SECONDS = 3600
 
 
-async def _sweep_forever(db: Database, store: LocalBlobStore, interval: float) -> None:
+async def _sweep_forever(db: Database, store: BlobStore, interval: float) -> None:
     while True:
         try:
             swept = await sweep_expired(db, store)
@@ -40,7 +40,7 @@ async def _sweep_forever(db: Database, store: LocalBlobStore, interval: float) -
         await asyncio.sleep(interval)
 
 
-async def _start_engines_and_worker(app: FastAPI, settings: Settings, db: Database, store: LocalBlobStore) -> None:
+async def _start_engines_and_worker(app: FastAPI, settings: Settings, db: Database, store: BlobStore) -> None:
     try:
         app.state.registry = await start_registry(settings)
     except Exception:
@@ -63,8 +63,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         url = settings.resolved_database_url()
         await migrate.upgrade(url)
         db = Database(url, sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms)
-        store = LocalBlobStore(settings.blob_dir)
-        store.sweep_temp(older_than_seconds=STALE_TEMP_SECONDS)
+        store = open_store(settings)
+        await store.sweep_temp(older_than_seconds=STALE_TEMP_SECONDS)
         auth = Authenticator(settings, db)
         if await auth.is_open_mode():
             log.warning(
@@ -89,6 +89,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if app.state.registry is not None:
                 await app.state.registry.shutdown()
             await db.dispose()
+            await store.close()
 
     app = FastAPI(
         title="batchd",

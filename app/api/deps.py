@@ -12,7 +12,7 @@ from app.config import Settings
 from app.services.batches import BatchService
 from app.services.files import FileService
 from app.services.unit_of_work import run_hooks
-from app.storage.local import LocalBlobStore
+from app.storage.base import BlobStore
 
 READ_METHODS = {"GET", "HEAD", "OPTIONS"}
 
@@ -44,7 +44,7 @@ async def get_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-async def get_store(request: Request) -> LocalBlobStore:
+async def get_store(request: Request) -> BlobStore:
     return request.app.state.store
 
 
@@ -52,7 +52,7 @@ async def get_store(request: Request) -> LocalBlobStore:
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 ProjectDep = Annotated[str, Depends(get_project)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
-StoreDep = Annotated[LocalBlobStore, Depends(get_store)]
+StoreDep = Annotated[BlobStore, Depends(get_store)]
 
 
 async def get_file_service(session: SessionDep, store: StoreDep, settings: SettingsDep) -> FileService:

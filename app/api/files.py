@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import FileResponse
+from urllib.parse import quote
+
+from fastapi.responses import StreamingResponse
 
 from app.api.deps import FileServiceDep, ProjectDep
 from app.schemas.common import ERROR_RESPONSES, ListPage
@@ -57,16 +59,24 @@ async def delete_file(file_id: str, project: ProjectDep, files: FileServiceDep) 
     return FileDeleted(id=file.id, deleted=True)
 
 
+def content_disposition(filename: str) -> str:
+    """`attachment` with the name quoted the way Starlette's FileResponse does it (RFC 6266)."""
+    quoted = quote(filename)
+    if quoted != filename:
+        return f"attachment; filename*=utf-8''{quoted}"
+    return f'attachment; filename="{filename}"'
+
+
 @router.get(
     "/{file_id}/content",
-    response_class=FileResponse,
+    response_class=StreamingResponse,
     responses={200: {"content": {"application/octet-stream": {}}, "description": "The raw bytes"}},
 )
-async def retrieve_file_content(file_id: str, project: ProjectDep, files: FileServiceDep) -> FileResponse:
-    """The file's exact bytes, streamed."""
+async def retrieve_file_content(file_id: str, project: ProjectDep, files: FileServiceDep) -> StreamingResponse:
+    """The file's exact bytes, streamed from the blob store."""
     file = await files.get(project, file_id)
-    return FileResponse(
-        files.content_path(file),
+    return StreamingResponse(
+        files.content(file),
         media_type="application/octet-stream",
-        filename=file.filename,
+        headers={"content-disposition": content_disposition(file.filename), "content-length": str(file.bytes)},
     )

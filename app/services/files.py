@@ -7,7 +7,7 @@ import unicodedata
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -19,7 +19,7 @@ from app.errors import Conflict, InvalidRequest, MissingParameter, NotFound, Pay
 from app.schemas.files import UPLOAD_PURPOSES
 from app.services.upload_stream import receive_upload
 from app.services.unit_of_work import after_commit, on_rollback
-from app.storage.local import LocalBlobStore
+from app.storage.base import BlobStore
 
 MIN_EXPIRY_SECONDS = 3600
 MAX_EXPIRY_SECONDS = 2_592_000
@@ -48,7 +48,7 @@ class FilePage:
 
 
 class FileService:
-    def __init__(self, session: AsyncSession, store: LocalBlobStore, settings: Settings) -> None:
+    def __init__(self, session: AsyncSession, store: BlobStore, settings: Settings) -> None:
         self.session = session
         self.repo = FileRepository(session)
         self.store = store
@@ -90,7 +90,7 @@ class FileService:
                 raise InvalidRequest("Invalid file format for Batch API. Must be .jsonl")
         except BaseException:
             if blob is not None:
-                blob.discard()
+                await blob.discard()
             raise
 
         now = int(time.time())
@@ -165,8 +165,8 @@ class FileService:
             raise NotFound(f"No such File object: {file_id}", param="id")
         return file
 
-    def content_path(self, file: File) -> Path:
-        return self.store.path_for(file.project, file.id)
+    def content(self, file: File) -> AsyncIterator[bytes]:
+        return self.store.read(file.project, file.id)
 
     async def list(
         self, project: str, *, purpose: str | None, limit: int, order: str, after: str | None
@@ -197,7 +197,7 @@ class FileService:
         return file
 
 
-async def sweep_expired(db, store: LocalBlobStore, batch_size: int = 500) -> int:
+async def sweep_expired(db, store: BlobStore, batch_size: int = 500) -> int:
     """Delete expired files: rows become tombstones, then their blobs are removed."""
     swept = 0
     while True:

@@ -15,7 +15,7 @@ from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import parse_options_header
 
 from app.errors import InvalidRequest, PayloadTooLarge
-from app.storage.local import BlobWriter
+from app.storage.base import BlobWriter
 
 MAX_FIELD_BYTES = 64 * 1024
 MAX_FIELDS = 32
@@ -133,20 +133,24 @@ async def receive_upload(
     try:
         async for chunk in chunks:
             parser.write(chunk)
+            if result.blob is not None:
+                await result.blob.drain()
         parser.finalize()
+        if result.blob is not None:
+            await result.blob.drain()
         if result.blob is not None and result.blob.size > limit_for(result.fields.get("purpose")):
             raise _LimitExceeded
     except _LimitExceeded:
         if result.blob is not None:
-            result.blob.discard()
+            await result.blob.discard()
         await _drain(chunks)
         raise too_large(result.fields.get("purpose")) from None
     except MultipartParseError as exc:
         if result.blob is not None:
-            result.blob.discard()
+            await result.blob.discard()
         raise InvalidRequest(f"Malformed multipart body: {exc}") from None
     except BaseException:
         if result.blob is not None:
-            result.blob.discard()
+            await result.blob.discard()
         raise
     return result

@@ -6,12 +6,12 @@ custom_ids seen (bounded by the line limit), never the file."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol
 
 from app.engine.endpoints import normalize_endpoint
-from app.services.jsonl import read_lines
+from app.services.jsonl import split_lines_at
 
 
 class LineChecker(Protocol):
@@ -22,10 +22,19 @@ class LineChecker(Protocol):
 
 
 @dataclass
+class ShardStart:
+    """Where a shard begins: its first request's line number and byte offset."""
+
+    first_line: int
+    offset: int
+
+
+@dataclass
 class ValidationResult:
     total: int = 0
     model: str | None = None
     errors: list[dict] = field(default_factory=list)
+    shards: list[ShardStart] = field(default_factory=list)
 
 
 def _error(code: str, message: str, line: int | None, param: str | None = None) -> dict:
@@ -96,13 +105,18 @@ class _Validator:
 
 
 async def validate_input_file(
-    path: Path, endpoint: str, checker: LineChecker, *, max_lines: int, max_errors: int
+    chunks: AsyncIterator[bytes], endpoint: str, checker: LineChecker, *,
+    max_lines: int, max_errors: int, shard_lines: int,
 ) -> ValidationResult:
+    """Check every line of the streamed file; on the way, cut it into shards of `shard_lines`
+    requests, each starting at the byte offset of its first request line."""
     validator = _Validator(endpoint, checker, max_lines)
     result = validator.result
-    async for line_no, raw in read_lines(path):
+    async for line_no, offset, raw in split_lines_at(chunks):
         if not raw.strip():
             continue
+        if result.total % shard_lines == 0:
+            result.shards.append(ShardStart(first_line=line_no, offset=offset))
         result.total += 1
         if result.total > max_lines:
             result.errors.append(_error(

@@ -12,7 +12,10 @@ import hashlib
 import os
 import time
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
+
+from app.storage.base import READ_CHUNK_BYTES
 
 TEMP_DIR = "tmp"
 FILES_DIR = "files"
@@ -22,12 +25,12 @@ def _digest(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()
 
 
-class BlobWriter:
+class LocalBlobWriter:
     """An open temp file that counts and hashes what is written to it."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fh = open(path, "wb")  # noqa: SIM115 - closed in finish()/discard()
+        self._fh = open(path, "wb")  # noqa: SIM115 - closed in _finish()/discard()
         self._sha = hashlib.sha256()
         self.size = 0
 
@@ -35,6 +38,9 @@ class BlobWriter:
         self._fh.write(data)
         self._sha.update(data)
         self.size += len(data)
+
+    async def drain(self) -> None:
+        """Nothing to do: write() already hands bytes to the OS."""
 
     @property
     def sha256(self) -> str:
@@ -45,10 +51,13 @@ class BlobWriter:
         os.fsync(self._fh.fileno())
         self._fh.close()
 
-    def discard(self) -> None:
+    def discard_sync(self) -> None:
         if not self._fh.closed:
             self._fh.close()
         self.path.unlink(missing_ok=True)
+
+    async def discard(self) -> None:
+        self.discard_sync()
 
 
 class LocalBlobStore:
@@ -57,7 +66,7 @@ class LocalBlobStore:
         (self.root / TEMP_DIR).mkdir(parents=True, exist_ok=True)
         (self.root / FILES_DIR).mkdir(parents=True, exist_ok=True)
 
-    def path_for(self, project: str, file_id: str) -> Path:
+    def _path(self, project: str, file_id: str) -> Path:
         digest = _digest(file_id)
         path = self.root / FILES_DIR / _digest(project)[:16] / digest[:2] / digest
         # Defence in depth: every component is server-made, but never leave the root.
@@ -65,22 +74,21 @@ class LocalBlobStore:
             raise ValueError("blob path escapes the store")
         return path
 
-    def new_writer(self) -> BlobWriter:
-        return BlobWriter(self.root / TEMP_DIR / f"{uuid.uuid4().hex}.tmp")
+    def new_writer(self) -> LocalBlobWriter:
+        return LocalBlobWriter(self.root / TEMP_DIR / f"{uuid.uuid4().hex}.tmp")
 
-    async def commit(self, writer: BlobWriter, project: str, file_id: str) -> Path:
+    async def commit(self, writer: LocalBlobWriter, project: str, file_id: str) -> None:
         """fsync the temp file, rename it to the blob's path and fsync the directory.
         On failure the temp file is removed; an fsync error is never retried."""
-        final = self.path_for(project, file_id)
+        final = self._path(project, file_id)
         try:
             await asyncio.to_thread(self._commit_sync, writer, final)
         except BaseException:
-            writer.discard()
+            writer.discard_sync()
             raise
-        return final
 
     @staticmethod
-    def _commit_sync(writer: BlobWriter, final: Path) -> None:
+    def _commit_sync(writer: LocalBlobWriter, final: Path) -> None:
         writer._finish()
         final.parent.mkdir(parents=True, exist_ok=True)
         os.replace(writer.path, final)
@@ -90,13 +98,30 @@ class LocalBlobStore:
         finally:
             os.close(dir_fd)
 
-    def exists(self, project: str, file_id: str) -> bool:
-        return self.path_for(project, file_id).is_file()
+    async def read(self, project: str, file_id: str, start: int = 0, end: int | None = None) -> AsyncIterator[bytes]:
+        fh = await asyncio.to_thread(open, self._path(project, file_id), "rb")
+        try:
+            if start:
+                fh.seek(start)
+            remaining = None if end is None else max(0, end - start)
+            while remaining is None or remaining > 0:
+                size = READ_CHUNK_BYTES if remaining is None else min(READ_CHUNK_BYTES, remaining)
+                chunk = await asyncio.to_thread(fh.read, size)
+                if not chunk:
+                    return
+                if remaining is not None:
+                    remaining -= len(chunk)
+                yield chunk
+        finally:
+            fh.close()
+
+    async def exists(self, project: str, file_id: str) -> bool:
+        return self._path(project, file_id).is_file()
 
     async def delete(self, project: str, file_id: str) -> None:
-        await asyncio.to_thread(self.path_for(project, file_id).unlink, True)
+        await asyncio.to_thread(self._path(project, file_id).unlink, True)
 
-    def sweep_temp(self, older_than_seconds: float = 0) -> int:
+    async def sweep_temp(self, older_than_seconds: float = 0) -> int:
         """Remove temp files left by uploads that died with the process."""
         cutoff = time.time() - older_than_seconds
         removed = 0
@@ -108,3 +133,6 @@ class LocalBlobStore:
             except FileNotFoundError:
                 pass
         return removed
+
+    async def close(self) -> None:
+        """Nothing held open between calls."""

@@ -12,7 +12,7 @@ from contextlib import suppress
 
 from app.db.models import TERMINAL_STATUSES, Batch
 from app.db.repositories.batches import BatchRepository, Claim, LeaseLost
-from app.services.jsonl import read_lines
+from app.services.jsonl import split_lines
 from app.services.validation import validate_input_file
 from app.worker.checkpoint import Checkpoint
 from app.worker.context import WorkerContext, fault_point
@@ -95,11 +95,12 @@ class BatchRun:
     async def _validate(self, batch: Batch) -> None:
         settings = self.ctx.settings
         result = await validate_input_file(
-            self.ctx.store.path_for(batch.project, batch.input_file_id),
+            self.ctx.store.read(batch.project, batch.input_file_id),
             batch.endpoint,
             self.ctx.registry,
             max_lines=settings.max_batch_lines,
             max_errors=settings.max_validation_errors,
+            shard_lines=settings.shard_lines,
         )
         await fault_point("validating", self.ctx.data_dir)
         now = int(time.time())
@@ -111,7 +112,7 @@ class BatchRun:
                                    total=result.total, model=result.model)
 
     async def _pending_lines(self, batch: Batch, done: set[int]) -> AsyncIterator[InputLine]:
-        async for line_no, raw in read_lines(self.ctx.store.path_for(batch.project, batch.input_file_id)):
+        async for line_no, raw in split_lines(self.ctx.store.read(batch.project, batch.input_file_id)):
             if line_no not in done:
                 line = parse_input_line(line_no, raw)
                 if line is not None:

@@ -11,14 +11,14 @@ from pathlib import Path
 
 from app.config import Settings
 from app.db.engine import Database
-from app.storage.local import LocalBlobStore
+from app.storage.base import BlobStore
 from app.worker.fair_gate import FairGate
 
 
 @dataclass
 class WorkerContext:
     db: Database
-    store: LocalBlobStore
+    store: BlobStore
     registry: object  # app.engine.EngineRegistry (kept untyped: vllm stays inside app/engine)
     settings: Settings
     owner: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}")

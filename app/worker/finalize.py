@@ -16,8 +16,8 @@ from app.db.models import Batch, File
 from app.db.repositories.batches import BatchRepository, Claim
 from app.db.repositories.files import FileRepository
 from app.schemas.files import OUTPUT_PURPOSE
-from app.services.jsonl import read_lines
-from app.storage.local import BlobWriter
+from app.services.jsonl import split_lines
+from app.storage.base import BlobWriter
 from app.worker.context import WorkerContext, fault_point
 from app.worker.lines import CANCELLED_MESSAGE, EXPIRED_MESSAGE, custom_id_of, dumps, error_line
 
@@ -44,30 +44,32 @@ class _Assembled:
 async def _assemble(ctx: WorkerContext, batch: Batch, code: str, message: str) -> _Assembled:
     out = _Assembled(ctx.store.new_writer(), ctx.store.new_writer())
     try:
-        input_path = ctx.store.path_for(batch.project, batch.input_file_id)
         async with ctx.db.read() as session:
             rows = BatchRepository(session).stream_lines(batch.id)
             row = await anext(rows, None)
-            async for line_no, raw in read_lines(input_path):
+            async for line_no, raw in split_lines(ctx.store.read(batch.project, batch.input_file_id)):
                 if not raw.strip():
                     continue
                 while row is not None and row.line_no < line_no:
                     row = await anext(rows, None)
                 if row is not None and row.line_no == line_no:
-                    (out.output if row.ok else out.errors).write(row.line.encode() + b"\n")
+                    writer = out.output if row.ok else out.errors
+                    writer.write(row.line.encode() + b"\n")
                 else:
                     out.unexecuted += 1
-                    out.errors.write(dumps(error_line(custom_id_of(raw), code, message)).encode() + b"\n")
+                    writer = out.errors
+                    writer.write(dumps(error_line(custom_id_of(raw), code, message)).encode() + b"\n")
+                await writer.drain()
     except BaseException:
-        out.output.discard()
-        out.errors.discard()
+        await out.output.discard()
+        await out.errors.discard()
         raise
     return out
 
 
 async def _commit_file(ctx: WorkerContext, batch: Batch, writer: BlobWriter, kind: str, now: int) -> File | None:
     if writer.size == 0:
-        writer.discard()
+        await writer.discard()
         return None
     file_id = result_file_id(batch.id, kind)
     await ctx.store.commit(writer, batch.project, file_id)
