@@ -37,15 +37,24 @@ def _serve(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=settings.log_level.upper(),
+        format=f"%(asctime)s %(levelname)s [{settings.replica_id}] %(name)s: %(message)s",
     )
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        timeout_graceful_shutdown=30,
-    )
+    app = create_app(settings)
+
+    class DrainingServer(uvicorn.Server):
+        """On SIGTERM/SIGINT the worker drains at once (stops claiming, checkpoints, releases its
+        leases), while uvicorn finishes the open requests."""
+
+        def handle_exit(self, sig, frame) -> None:
+            super().handle_exit(sig, frame)
+            loop, worker = getattr(app.state, "loop", None), getattr(app.state, "worker", None)
+            if loop is not None and worker is not None:
+                loop.call_soon_threadsafe(worker.drain)
+
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level,
+                            timeout_graceful_shutdown=30)
+    DrainingServer(config).run()
     return 0
 
 

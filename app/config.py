@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from pathlib import Path
 
 from pydantic import Field
@@ -18,6 +20,8 @@ class Settings(BaseSettings):
     data_dir: Path = Path("./data")
     # Empty means SQLite at <data_dir>/batchd.db.
     database_url: str = ""
+    # Where file bytes live: a directory, or s3://bucket/prefix. Empty means <data_dir>/blobs.
+    storage_url: str = ""
     # Comma-separated `key` or `key=project`; empty (and no keys in the database) = open mode.
     api_keys: str = ""
     # Keyed-hash secret for stored API keys; empty means <data_dir>/secret.key (created once).
@@ -29,6 +33,8 @@ class Settings(BaseSettings):
     sqlite_busy_timeout_ms: int = Field(default=15_000, ge=0)
     # How often expired files are swept (seconds).
     sweep_interval: float = Field(default=60.0, gt=0)
+    # A deleted file's record (kept so its id still works as a list cursor) lives this long.
+    tombstone_grace_seconds: float = Field(default=7 * 24 * 3600, ge=0)
     log_level: str = "info"
 
     # Batches: accepted `completion_window` values (OpenAI accepts only 24h).
@@ -36,7 +42,12 @@ class Settings(BaseSettings):
     max_batch_lines: int = Field(default=50_000, ge=1)
     # At most this many validation errors are reported for one batch.
     max_validation_errors: int = Field(default=100, ge=1)
+    # One-replica steps (validate, finalize) running at once in this replica.
     max_concurrent_batches: int = Field(default=4, ge=1)
+    # Shards this replica runs at once (across batches; at most two of one batch).
+    max_running_shards: int = Field(default=8, ge=1)
+    # This replica's name in leases, shard records, logs and /health; default host name + pid.
+    replica_id: str = Field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
     # A worker that stops renewing its lease for this long loses the batch to another worker.
     lease_seconds: float = Field(default=15.0, gt=0)
     # Validation cuts a batch into shards of this many requests; any replica runs any shard.
@@ -61,6 +72,9 @@ class Settings(BaseSettings):
 
     @property
     def blob_dir(self) -> Path:
+        """Where the local store keeps blobs: the storage URL if it is a path, else the data dir's."""
+        if self.storage_url and "://" not in self.storage_url:
+            return Path(self.storage_url)
         return self.data_dir / "blobs"
 
     def parsed_api_keys(self) -> dict[str, str]:

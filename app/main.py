@@ -18,7 +18,7 @@ from app.error_handlers import install_error_handlers
 from app.openapi import install_openapi
 from app.request_id import RequestIdMiddleware
 from app.services.auth import Authenticator
-from app.services.files import sweep_expired
+from app.services.files import purge_tombstones, sweep_expired
 from app.storage import BlobStore, open_store
 from app.worker.context import WorkerContext
 from app.worker.runner import Worker
@@ -29,15 +29,18 @@ log = logging.getLogger("batchd")
 STALE_TEMP_SECONDS = 3600
 
 
-async def _sweep_forever(db: Database, store: BlobStore, interval: float) -> None:
+async def _sweep_forever(db: Database, store: BlobStore, settings: Settings) -> None:
     while True:
         try:
             swept = await sweep_expired(db, store)
             if swept:
                 log.info("swept %d expired files", swept)
+            purged = await purge_tombstones(db, settings.tombstone_grace_seconds)
+            if purged:
+                log.info("purged %d deleted-file records past their grace period", purged)
         except Exception:
             log.exception("expired-file sweep failed; will retry")
-        await asyncio.sleep(interval)
+        await asyncio.sleep(settings.sweep_interval)
 
 
 async def _start_engines_and_worker(app: FastAPI, settings: Settings, db: Database, store: BlobStore) -> None:
@@ -72,8 +75,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 "every request is accepted as project 'default' !!!"
             )
         app.state.settings, app.state.db, app.state.store, app.state.auth = settings, db, store, auth
+        app.state.loop = asyncio.get_running_loop()
         app.state.registry = app.state.worker = None
-        sweeper = asyncio.create_task(_sweep_forever(db, store, settings.sweep_interval))
+        sweeper = asyncio.create_task(_sweep_forever(db, store, settings))
         # Engines take a while to load: serve files and /health (503 "starting") meanwhile.
         startup = asyncio.create_task(_start_engines_and_worker(app, settings, db, store))
         try:

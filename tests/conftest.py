@@ -96,3 +96,9 @@ def model_server(start_server, tmp_path_factory) -> ServerProcess:
 @pytest.fixture
 def model_client(model_server) -> openai.OpenAI:
     return openai.OpenAI(base_url=model_server.base_url, api_key="key-a", max_retries=0)
+
+
+@pytest.fixture(scope="session")
+def replica_storage_env(tmp_path_factory) -> dict[str, str]:
+    """Blob storage every replica of a test cluster shares."""
+    return {"BATCHD_STORAGE_URL": str(tmp_path_factory.mktemp("shared-blobs"))}

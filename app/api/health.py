@@ -10,9 +10,10 @@ router = APIRouter(tags=["health"])
 async def health(request: Request) -> JSONResponse:
     """200 once every model engine is loaded and while all of them are alive; 503 otherwise."""
     state = request.app.state
+    replica = state.settings.replica_id
     registry = getattr(state, "registry", None)
     if not getattr(state, "ready", False) or registry is None:
-        return JSONResponse({"status": "starting"}, status_code=503)
+        return JSONResponse({"status": "starting", "replica": replica}, status_code=503)
     if not registry.ready:
-        return JSONResponse({"status": "engine unavailable"}, status_code=503)
-    return JSONResponse({"status": "ok"})
+        return JSONResponse({"status": "engine unavailable", "replica": replica}, status_code=503)
+    return JSONResponse({"status": "ok", "replica": replica})

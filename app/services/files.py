@@ -208,3 +208,9 @@ async def sweep_expired(db, store: BlobStore, batch_size: int = 500) -> int:
         swept += len(files)
         if len(files) < batch_size:
             return swept
+
+
+async def purge_tombstones(db, grace_seconds: float) -> int:
+    """Delete the rows of files deleted more than `grace_seconds` ago."""
+    async with db.write() as session:
+        return await FileRepository(session).purge_tombstones(int(time.time() - grace_seconds))

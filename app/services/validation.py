@@ -12,6 +12,7 @@ from typing import Protocol
 
 from app.engine.endpoints import normalize_endpoint
 from app.services.jsonl import split_lines_at
+from app.services.shards import ShardCutter
 
 
 class LineChecker(Protocol):
@@ -22,19 +23,11 @@ class LineChecker(Protocol):
 
 
 @dataclass
-class ShardStart:
-    """Where a shard begins: its first request's line number and byte offset."""
-
-    first_line: int
-    offset: int
-
-
-@dataclass
 class ValidationResult:
     total: int = 0
     model: str | None = None
     errors: list[dict] = field(default_factory=list)
-    shards: list[ShardStart] = field(default_factory=list)
+    shards: ShardCutter | None = None
 
 
 def _error(code: str, message: str, line: int | None, param: str | None = None) -> dict:
@@ -112,11 +105,11 @@ async def validate_input_file(
     requests, each starting at the byte offset of its first request line."""
     validator = _Validator(endpoint, checker, max_lines)
     result = validator.result
+    result.shards = cutter = ShardCutter(shard_lines)
     async for line_no, offset, raw in split_lines_at(chunks):
         if not raw.strip():
             continue
-        if result.total % shard_lines == 0:
-            result.shards.append(ShardStart(first_line=line_no, offset=offset))
+        cutter.add(line_no, offset)
         result.total += 1
         if result.total > max_lines:
             result.errors.append(_error(

@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 
 from app.db.engine import Database
-from app.db.repositories.batches import BatchRepository, Claim, LineRow
+from app.db.repositories.batches import LineRow
+from app.db.repositories.shards import ShardClaim, ShardRepository
 from app.worker.executor import LineOutcome
 from app.worker.lines import dumps
 
@@ -16,7 +17,7 @@ FLUSH_ROWS = 256
 
 
 class Checkpoint:
-    def __init__(self, db: Database, claim: Claim) -> None:
+    def __init__(self, db: Database, claim: ShardClaim) -> None:
         self.db = db
         self.claim = claim
         self._buffer: list[LineRow] = []
@@ -38,7 +39,7 @@ class Checkpoint:
                 return
             try:
                 async with self.db.write() as session:
-                    await BatchRepository(session).record_lines(self.claim, rows)
+                    await ShardRepository(session).record_lines(self.claim, rows)
             except BaseException:
                 # Interrupted (e.g. the flushing task was cancelled): keep the rows for the next
                 # flush. Rows that did commit are skipped then by ON CONFLICT DO NOTHING.

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +19,6 @@ class WorkerContext:
     store: BlobStore
     registry: object  # app.engine.EngineRegistry (kept untyped: vllm stays inside app/engine)
     settings: Settings
-    owner: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}")
     gates: dict[str, FairGate] = field(default_factory=dict)
 
     def gate(self, model: str) -> FairGate:
@@ -32,6 +29,11 @@ class WorkerContext:
 
     def window(self, model: str) -> int:
         return self.registry.suggested_concurrency(model)
+
+    @property
+    def owner(self) -> str:
+        """Who holds the leases this worker takes: the replica id."""
+        return self.settings.replica_id
 
     @property
     def data_dir(self) -> Path:

@@ -110,4 +110,5 @@ async def finalize(ctx: WorkerContext, claim: Claim, batch: Batch, ending: str) 
             file_repo = FileRepository(session)
             for file in files:
                 await file_repo.add(file)
+            await BatchRepository(session).delete_lines(batch.id)
     return moved

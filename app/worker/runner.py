@@ -1,91 +1,139 @@
-"""The in-process worker: claims active batches (up to a limit) and runs each as a task.
+"""The in-process worker. It claims two kinds of work from the shared database: batches with a
+step one replica must take alone (validate, finalize, cancel, expire: batch_run.py), and shards
+of running batches (shard_run.py), which any replica runs. Postgres is the only coordinator.
 
-Shutdown drains: it stops claiming, aborts in-flight engine requests, checkpoints what finished
-and releases the leases so another process (or the next start) resumes at once."""
+Drain (SIGTERM) stops claiming, aborts in-flight engine requests, checkpoints what finished and
+releases every lease at once, so other replicas pick the work up without waiting for expiry."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
+from collections import Counter
 from contextlib import suppress
 
 from app.db.repositories.batches import BatchRepository, Claim
+from app.db.repositories.shards import ShardClaim, ShardRepository
 from app.worker.batch_run import BatchRun
 from app.worker.context import WorkerContext
+from app.worker.shard_run import ShardRun
 
 log = logging.getLogger("batchd.worker")
 
-# Batches created through this process wake the worker at once; the poll only picks up work
-# from other processes (their batches, expired leases), so it need not be fast.
+# Batches created through this replica wake the worker at once; the poll picks up work from
+# other replicas (their batches and shards, expired leases), so it need not be fast.
 IDLE_POLL_SECONDS = 1.0
-# A batch whose run failed (e.g. the engine died) is left alone this long before a retry.
+# Work whose run failed (e.g. the engine died) is left alone this long before a retry.
 RETRY_BACKOFF_SECONDS = 30.0
+# A replica runs at most this many shards of one batch at once: two keep the engine busy
+# while one shard drains its last lines, and leave the rest of the batch to other replicas.
+SHARDS_PER_BATCH = 2
 
 
 class Worker:
     def __init__(self, ctx: WorkerContext) -> None:
         self.ctx = ctx
         self._wake = asyncio.Event()
-        # batch id -> its run and the task driving it
-        self._runs: dict[str, tuple[BatchRun, asyncio.Task]] = {}
+        # batch id -> its run and the task driving it (one-replica steps)
+        self._batches: dict[str, tuple[BatchRun, asyncio.Task]] = {}
+        # shard id -> its run and task
+        self._shards: dict[int, tuple[ShardRun, asyncio.Task]] = {}
         self._retry_at: dict[str, float] = {}
         self._loop_task: asyncio.Task | None = None
+        self._draining = False
 
     def wake(self, batch_id: str | None = None) -> None:
-        """Look for work now (called after a batch is created or cancelled); a run of `batch_id`
-        in this process re-reads its status at once instead of at its next poll."""
+        """Look for work now (called after a batch is created or cancelled); shards of `batch_id`
+        running here re-read its status at once instead of at their next poll."""
         self._wake.set()
-        entry = self._runs.get(batch_id) if batch_id else None
-        if entry is not None:
-            entry[0].check_now()
+        for run, _ in list(self._shards.values()):
+            if run.claim.batch_id == batch_id:
+                run.check_now()
 
     def start(self) -> None:
         self._loop_task = asyncio.create_task(self._loop())
 
-    async def stop(self) -> None:
+    def drain(self) -> None:
+        """Stop claiming and wind every run down (each checkpoints and releases its lease)."""
+        if self._draining:
+            return
+        self._draining = True
+        log.info("draining: releasing %d shards and %d batches", len(self._shards), len(self._batches))
         if self._loop_task is not None:
             self._loop_task.cancel()
-            with suppress(asyncio.CancelledError):
-                await self._loop_task
-        tasks = [task for _, task in self._runs.values()]
-        for task in tasks:
+        for _, task in [*self._batches.values(), *self._shards.values()]:
             task.cancel()
+
+    async def stop(self) -> None:
+        self.drain()
+        tasks = [task for _, task in [*self._batches.values(), *self._shards.values()]]
+        if self._loop_task is not None:
+            tasks.append(self._loop_task)
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _claim(self) -> Claim | None:
+    def _backing_off(self) -> list[str]:
         now = time.time()
         self._retry_at = {batch_id: at for batch_id, at in self._retry_at.items() if at > now}
+        return list(self._retry_at)
+
+    async def _claim_batch(self) -> Claim | None:
         async with self.ctx.db.write() as session:
             return await BatchRepository(session).claim(
-                self.ctx.owner, now, self.ctx.settings.lease_seconds, [*self._runs, *self._retry_at]
+                self.ctx.owner, time.time(), self.ctx.settings.lease_seconds, [*self._batches, *self._backing_off()]
             )
 
+    async def _claim_shard(self) -> ShardClaim | None:
+        """Prefer a batch this replica runs nothing of yet, then one it runs fewer than
+        SHARDS_PER_BATCH shards of (batches share the engine, replicas share a batch); then any
+        shard another replica gave back or abandoned, so it resumes at once."""
+        running = Counter(run.claim.batch_id for run, _ in self._shards.values())
+        backing_off = self._backing_off()
+        for limit, resumed_only in ((1, False), (SHARDS_PER_BATCH, False), (None, True)):
+            skip = [batch_id for batch_id, n in running.items() if limit is not None and n >= limit]
+            async with self.ctx.db.write() as session:
+                claim = await ShardRepository(session).claim(
+                    self.ctx.owner, time.time(), self.ctx.settings.lease_seconds, skip + backing_off, resumed_only)
+            if claim is not None:
+                if claim.taken_over:
+                    log.info("took over %s shard %d from an expired lease", claim.batch_id, claim.shard_no)
+                return claim
+        return None
+
     async def _loop(self) -> None:
+        settings = self.ctx.settings
         while True:
             try:
-                while len(self._runs) < self.ctx.settings.max_concurrent_batches:
-                    claim = await self._claim()
+                while len(self._batches) < settings.max_concurrent_batches:
+                    claim = await self._claim_batch()
                     if claim is None:
                         break
                     run = BatchRun(self.ctx, claim)
-                    self._runs[claim.batch_id] = (run, asyncio.create_task(self._run(run)))
+                    self._batches[claim.batch_id] = (run, asyncio.create_task(self._run(run, claim.batch_id)))
+                while len(self._shards) < settings.max_running_shards:
+                    shard = await self._claim_shard()
+                    if shard is None:
+                        break
+                    run = ShardRun(self.ctx, shard)
+                    self._shards[shard.shard_id] = (run, asyncio.create_task(self._run(run, shard.batch_id)))
             except Exception:  # noqa: BLE001 - e.g. a busy database; try again shortly
-                log.warning("claiming batches failed", exc_info=True)
+                log.warning("claiming work failed", exc_info=True)
             with suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), IDLE_POLL_SECONDS)
             self._wake.clear()
 
-    async def _run(self, run: BatchRun) -> None:
-        claim = run.claim
+    async def _run(self, run: BatchRun | ShardRun, batch_id: str) -> None:
         try:
             await run.run()
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("batch %s stopped with an error; retrying in %.0f s", claim.batch_id,
+            log.exception("work on batch %s stopped with an error; retrying in %.0f s", batch_id,
                           RETRY_BACKOFF_SECONDS)
-            self._retry_at[claim.batch_id] = time.time() + RETRY_BACKOFF_SECONDS
+            self._retry_at[batch_id] = time.time() + RETRY_BACKOFF_SECONDS
         finally:
-            self._runs.pop(claim.batch_id, None)
+            if isinstance(run, ShardRun):
+                self._shards.pop(run.claim.shard_id, None)
+            else:
+                self._batches.pop(batch_id, None)
             self.wake()

@@ -226,6 +226,21 @@ def test_expires_after_is_honoured_and_expired_files_are_swept(client, server):
     assert client.files.content(keep.id).content == b"keep"
 
 
+def test_deleted_file_records_are_purged_after_the_grace_period(client, server):
+    """The shared server keeps tombstones for a week; ageing one past that makes the sweep drop it,
+    while a recent one stays (so a deleted id still works as a cursor)."""
+    old, recent = (client.files.create(file=(f"{n}.txt", b"x"), purpose="user_data") for n in ("old", "recent"))
+    client.files.delete(old.id)
+    client.files.delete(recent.id)
+    db.execute(server, "UPDATE files SET deleted_at = :t WHERE id = :id", t=int(time.time()) - 8 * 24 * 3600, id=old.id)
+    deadline = time.monotonic() + 10
+    while db.execute(server, "SELECT count(*) FROM files WHERE id = :id", id=old.id) != [(0,)]:
+        assert time.monotonic() < deadline, "the old tombstone was not purged"
+        time.sleep(0.2)
+    assert db.execute(server, "SELECT deleted_at IS NOT NULL FROM files WHERE id = :id", id=recent.id) == [(True,)]
+    assert client.files.list(after=recent.id).data is not None  # still a valid cursor
+
+
 def test_async_client_round_trip(server):
     asyncio.run(_async_round_trip(server))
 

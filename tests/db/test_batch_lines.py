@@ -1,5 +1,6 @@
-"""Checkpoint rows on the real backends: a line recorded twice (a flush retried after a crash,
-or a line re-run on resume) is stored once and counted once."""
+"""Shards and checkpoint rows on the real backends: a line recorded twice (a flush retried after
+a crash, or a line re-run on resume) is stored once and counted once; a replica whose shard was
+taken over or sealed writes nothing; the batch moves on once, when its last shard is done."""
 
 from __future__ import annotations
 
@@ -10,45 +11,111 @@ import pytest
 from app.db.engine import Database
 from app.db.migrate import upgrade
 from app.db.models import Batch
-from app.db.repositories.batches import BatchRepository, Claim, LeaseLost, LineRow
+from app.db.repositories.batches import BatchRepository, LeaseLost, LineRow
+from app.db.repositories.shards import ShardRepository, ShardSpan
+
+LEASE = 10.0
 
 
 def _row(line_no: int, ok: bool = True) -> LineRow:
     return LineRow(line_no, ok, f'{{"custom_id": "c{line_no}"}}', input_tokens=3, output_tokens=5)
 
 
+async def _setup(db: Database) -> None:
+    async with db.write() as session:
+        session.add(Batch(id="batch_1", project="p", endpoint="/v1/chat/completions", input_file_id="file-1",
+                          completion_window="24h", status="in_progress", created_at=0, expires_at=2**40,
+                          total=6))
+        await session.flush()
+        await ShardRepository(session).add_all("batch_1", [
+            ShardSpan(first_line=1, end_line=5, start_offset=0, end_offset=400, lines=4),
+            ShardSpan(first_line=5, end_line=7, start_offset=400, end_offset=None, lines=2),
+        ])
+
+
+async def _claim(db: Database, owner: str, now: float, skip=()):
+    async with db.write() as session:
+        return await ShardRepository(session).claim(owner, now, LEASE, list(skip))
+
+
 async def _scenario(url: str) -> None:
     await upgrade(url)
     db = Database(url)
     try:
-        async with db.write() as session:
-            session.add(Batch(id="batch_1", project="p", endpoint="/v1/chat/completions", input_file_id="file-1",
-                              completion_window="24h", status="in_progress", created_at=0, expires_at=2**40,
-                              fence=1, lease_owner="w"))
-        claim = Claim("batch_1", 1)
+        await _setup(db)
+        a = await _claim(db, "replica-a", 100.0)
+        b = await _claim(db, "replica-b", 100.0)
+        assert (a.shard_no, b.shard_no, a.taken_over, b.lines) == (0, 1, False, 2)
+        assert await _claim(db, "replica-c", 100.0) is None  # both leased
 
         async with db.write() as session:
-            assert await BatchRepository(session).record_lines(claim, [_row(1), _row(2), _row(3, ok=False)]) == 3
+            assert await ShardRepository(session).record_lines(a, [_row(1), _row(2), _row(3, ok=False)]) == 3
         async with db.write() as session:  # 2 and 3 again, 4 new
-            assert await BatchRepository(session).record_lines(claim, [_row(2), _row(3, ok=False), _row(4)]) == 1
-
+            assert await ShardRepository(session).record_lines(a, [_row(2), _row(3, ok=False), _row(4)]) == 1
         async with db.read() as session:
-            repo = BatchRepository(session)
-            assert await repo.finished_line_numbers("batch_1") == {1, 2, 3, 4}
-            rows = [(r.line_no, r.ok, r.line) async for r in repo.stream_lines("batch_1")]
-            batch = await repo.load("batch_1")
-        assert rows == [(n, n != 3, f'{{"custom_id": "c{n}"}}') for n in (1, 2, 3, 4)]
+            assert await ShardRepository(session).finished_line_numbers(a) == {1, 2, 3, 4}
+            assert await ShardRepository(session).count_lines(b) == 0
+            batch = await BatchRepository(session).load("batch_1")
         assert (batch.completed, batch.failed, batch.input_tokens, batch.output_tokens) == (3, 1, 12, 20)
 
-        with pytest.raises(LeaseLost):  # a worker whose lease was taken over writes nothing
+        # Replica b stops renewing; c takes its shard over after the lease expires, b writes nothing.
+        async with db.write() as session:
+            await ShardRepository(session).heartbeat(a, 105.0, LEASE)
+        c = await _claim(db, "replica-c", 100.0 + LEASE + 1)
+        assert (c.shard_no, c.taken_over, c.fence) == (1, True, b.fence + 1)
+        with pytest.raises(LeaseLost):
             async with db.write() as session:
-                await BatchRepository(session).record_lines(Claim("batch_1", 0), [_row(5)])
+                await ShardRepository(session).record_lines(b, [_row(5)])
+        async with db.write() as session:
+            assert await ShardRepository(session).record_lines(c, [_row(5), _row(6)]) == 2
+
+        async with db.write() as session:
+            await ShardRepository(session).mark_done(a, 120.0)
+        async with db.write() as session:  # shard 1 is not done yet
+            assert not await BatchRepository(session).finish_running("batch_1", 120)
+        async with db.write() as session:
+            await ShardRepository(session).mark_done(c, 121.0)
+        async with db.write() as session:
+            assert await BatchRepository(session).finish_running("batch_1", 121)
+        async with db.write() as session:  # only once
+            assert not await BatchRepository(session).finish_running("batch_1", 121)
         async with db.read() as session:
-            assert await BatchRepository(session).finished_line_numbers("batch_1") == {1, 2, 3, 4}
+            shards = await ShardRepository(session).of_batch("batch_1")
+            assert [(s.status, s.replica, s.lines_done) for s in shards] == [
+                ("done", "replica-a", 4), ("done", "replica-c", 2)]
+            assert (await BatchRepository(session).load("batch_1")).status == "finalizing"
+
+        async with db.write() as session:
+            await BatchRepository(session).delete_lines("batch_1")
+        async with db.read() as session:
+            assert [r async for r in BatchRepository(session).stream_lines("batch_1")] == []
     finally:
         await db.dispose()
 
 
-def test_recording_a_line_twice_stores_and_counts_it_once(database_factory, tmp_path):
+async def _sealing(url: str) -> None:
+    await upgrade(url)
+    db = Database(url)
+    try:
+        await _setup(db)
+        a = await _claim(db, "replica-a", 100.0)
+        async with db.write() as session:
+            await ShardRepository(session).seal("batch_1")
+        with pytest.raises(LeaseLost):  # a sealed shard takes no more lines
+            async with db.write() as session:
+                await ShardRepository(session).record_lines(a, [_row(1)])
+        async with db.write() as session:
+            await BatchRepository(session).request_cancel("p", "batch_1", 101)
+        assert await _claim(db, "replica-b", 101.0) is None  # no shard of a cancelled batch
+    finally:
+        await db.dispose()
+
+
+def test_shard_claims_checkpoints_takeover_and_finish(database_factory, tmp_path):
     url = database_factory() or f"sqlite+aiosqlite:///{tmp_path / 'batchd.db'}"
     asyncio.run(_scenario(url))
+
+
+def test_a_sealed_shard_takes_no_more_lines(database_factory, tmp_path):
+    url = database_factory() or f"sqlite+aiosqlite:///{tmp_path / 'batchd.db'}"
+    asyncio.run(_sealing(url))

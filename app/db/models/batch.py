@@ -47,7 +47,7 @@ class Batch(Base):
     output_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     reasoning_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
 
-    lease_owner: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    lease_owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
     lease_expires_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     fence: Mapped[int] = mapped_column(Integer, default=0)
 

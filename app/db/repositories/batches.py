@@ -1,20 +1,20 @@
 """SQL for batches and their per-line checkpoint rows.
 
-API reads are scoped to a project. Worker writes are fenced: each is conditioned on the
-`fence` the worker got when it claimed the batch, so a worker whose lease was taken over
-writes nothing (LeaseLost)."""
+API reads are scoped to a project. A batch is claimed whole only for the steps one replica
+must take alone (validate, finalize, cancel, expire); its lines run as shards
+(repositories/shards.py). Those writes are fenced: each is conditioned on the `fence` the
+replica got when it claimed the batch, so one whose lease was taken over writes nothing
+(LeaseLost)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Select, func, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Select, and_, delete, exists, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import ACTIVE_STATUSES, Batch, BatchLine
+from app.db.models import ACTIVE_STATUSES, SHARD_DONE, SHARD_RUNNING, Batch, BatchLine, BatchShard
 
 CANCELLABLE_STATUSES = ("validating", "in_progress", "finalizing")
 
@@ -90,16 +90,25 @@ class BatchRepository:
     # -- worker side --------------------------------------------------------------------------
 
     async def claim(self, owner: str, now: float, lease_seconds: float, skip: Sequence[str]) -> Claim | None:
-        """Atomically take the oldest active batch whose lease is free or expired."""
+        """Atomically take the oldest batch that has a one-replica step to take and whose lease
+        is free or expired: validating or finalizing; cancelling, or in_progress past its
+        expiry, once no replica holds a live lease on one of its shards; in_progress with every
+        shard done (the replica that finished the last shard normally moves it on itself)."""
+        live_shard = exists().where(
+            BatchShard.batch_id == Batch.id, BatchShard.status == SHARD_RUNNING, BatchShard.lease_expires_at >= now
+        )
+        unfinished_shard = exists().where(BatchShard.batch_id == Batch.id, BatchShard.status != SHARD_DONE)
+        has_work = or_(
+            Batch.status.in_(("validating", "finalizing")),
+            and_(Batch.status == "cancelling", ~live_shard),
+            and_(Batch.status == "in_progress", or_(~unfinished_shard, and_(Batch.expires_at <= now, ~live_shard))),
+        )
         candidate = (
             select(Batch.seq)
-            .where(
-                Batch.status.in_(ACTIVE_STATUSES),
-                (Batch.lease_expires_at.is_(None)) | (Batch.lease_expires_at < now),
-            )
+            .where(has_work, (Batch.lease_expires_at.is_(None)) | (Batch.lease_expires_at < now))
             .order_by(Batch.seq)
             .limit(1)
-            .with_for_update(skip_locked=True)
+            .with_for_update(skip_locked=True, of=Batch)
         )
         if skip:
             candidate = candidate.where(Batch.id.not_in(list(skip)))
@@ -137,43 +146,19 @@ class BatchRepository:
         """Guarded status change; False if the status moved on (e.g. a cancel arrived)."""
         return await self._fenced_update(claim, Batch.status.in_(list(from_statuses)), **values)
 
-    async def record_lines(self, claim: Claim, rows: Sequence[LineRow]) -> int:
-        """Insert finished lines (a line already stored is left alone) and add what was new to the
-        live counters, in one transaction. Returns how many rows were new."""
-        if not rows:
-            return 0
-        dialect = self.session.bind.dialect.name
-        insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
-        by_line = {row.line_no: row for row in rows}
+    async def finish_running(self, batch_id: str, now: int) -> bool:
+        """in_progress -> finalizing once every shard is done; True for the one caller that moved it."""
+        unfinished_shard = exists().where(BatchShard.batch_id == Batch.id, BatchShard.status != SHARD_DONE)
         result = await self.session.execute(
-            insert_fn(BatchLine.__table__)
-            .on_conflict_do_nothing(index_elements=["batch_id", "line_no"])
-            .returning(BatchLine.line_no),
-            [{"batch_id": claim.batch_id, "line_no": r.line_no, "ok": r.ok, "line": r.line} for r in rows],
+            update(Batch)
+            .where(Batch.id == batch_id, Batch.status == "in_progress", ~unfinished_shard)
+            .values(status="finalizing", finalizing_at=now)
         )
-        new = [by_line[line_no] for (line_no,) in result.all()]
-        counted = await self._fenced_update(
-            claim,
-            completed=Batch.completed + sum(1 for r in new if r.ok),
-            failed=Batch.failed + sum(1 for r in new if not r.ok),
-            input_tokens=Batch.input_tokens + sum(r.input_tokens for r in new),
-            cached_tokens=Batch.cached_tokens + sum(r.cached_tokens for r in new),
-            output_tokens=Batch.output_tokens + sum(r.output_tokens for r in new),
-            reasoning_tokens=Batch.reasoning_tokens + sum(r.reasoning_tokens for r in new),
-        )
-        if not counted:
-            raise LeaseLost(claim.batch_id)
-        return len(new)
+        return result.rowcount == 1
 
-    async def finished_line_numbers(self, batch_id: str) -> set[int]:
-        result = await self.session.execute(select(BatchLine.line_no).where(BatchLine.batch_id == batch_id))
-        return set(result.scalars().all())
-
-    async def count_lines(self, batch_id: str) -> int:
-        result = await self.session.execute(
-            select(func.count()).select_from(BatchLine).where(BatchLine.batch_id == batch_id)
-        )
-        return int(result.scalar_one())
+    async def delete_lines(self, batch_id: str) -> None:
+        """A finalized batch's checkpoint rows: its files hold them now."""
+        await self.session.execute(delete(BatchLine).where(BatchLine.batch_id == batch_id))
 
     async def stream_lines(self, batch_id: str) -> AsyncIterator[BatchLine]:
         """Finished lines in input order, fetched in pages (never all in memory)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import Select, or_, select, update
+from sqlalchemy import Select, delete, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import File
@@ -76,3 +76,11 @@ class FileRepository:
                 update(File).where(File.seq.in_([f.seq for f in files])).values(deleted_at=now)
             )
         return files
+
+    async def purge_tombstones(self, deleted_before: int) -> int:
+        """Forget files deleted before `deleted_before` (their blobs went at delete time): a
+        deleted id stays a valid list cursor only for the grace period."""
+        result = await self.session.execute(
+            delete(File).where(File.deleted_at.is_not(None), File.deleted_at < deleted_before)
+        )
+        return result.rowcount

@@ -1,0 +1,187 @@
+"""SQL for batch shards: created at validation, claimed by any replica, checkpointed, done.
+
+Claims are atomic (Postgres `FOR UPDATE SKIP LOCKED`; on SQLite the single writer makes the
+same `UPDATE ... WHERE id = (SELECT ...) RETURNING` atomic). Every write a runner makes is
+conditioned on the shard's fence, so a replica whose lease was taken over (or whose batch was
+sealed for finalize) writes nothing: LeaseLost."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import and_, case, func, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import SHARD_DONE, SHARD_PENDING, SHARD_RUNNING, Batch, BatchLine, BatchShard
+from app.db.repositories.batches import LeaseLost, LineRow
+
+
+@dataclass
+class ShardClaim:
+    shard_id: int
+    batch_id: str
+    shard_no: int
+    fence: int
+    first_line: int
+    end_line: int
+    start_offset: int
+    end_offset: int | None
+    lines: int
+    taken_over: bool
+
+
+@dataclass
+class ShardSpan:
+    """Where a shard lies in the input: lines [first_line, end_line), bytes [start, end)."""
+
+    first_line: int
+    end_line: int
+    start_offset: int
+    end_offset: int | None
+    lines: int
+
+
+class ShardRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def add_all(self, batch_id: str, spans: Sequence[ShardSpan]) -> None:
+        self.session.add_all(
+            BatchShard(batch_id=batch_id, shard_no=no, first_line=s.first_line, end_line=s.end_line,
+                       start_offset=s.start_offset, end_offset=s.end_offset, lines=s.lines,
+                       status=SHARD_PENDING, fence=0, taken_over=0, lines_done=0)
+            for no, s in enumerate(spans)
+        )
+        await self.session.flush()
+
+    async def claim(
+        self, owner: str, now: float, lease_seconds: float, skip_batches: Sequence[str], resumed_only: bool = False
+    ) -> ShardClaim | None:
+        """Take the first free shard (pending, or running under an expired lease) of the oldest
+        running batch not in `skip_batches`; with `resumed_only`, only a shard that some replica
+        started and gave back or abandoned."""
+        claimable = or_(
+            BatchShard.status == SHARD_PENDING,
+            and_(BatchShard.status == SHARD_RUNNING, BatchShard.lease_expires_at < now),
+        )
+        if resumed_only:
+            claimable = and_(claimable, BatchShard.started_at.is_not(None))
+        candidate = (
+            select(BatchShard.id)
+            .join(Batch, Batch.id == BatchShard.batch_id)
+            .where(Batch.status == "in_progress", Batch.expires_at > now, claimable)
+            .order_by(Batch.seq, BatchShard.shard_no)
+            .limit(1)
+            .with_for_update(skip_locked=True, of=BatchShard)
+        )
+        if skip_batches:
+            candidate = candidate.where(BatchShard.batch_id.not_in(list(skip_batches)))
+        result = await self.session.execute(
+            update(BatchShard)
+            .where(BatchShard.id == candidate.scalar_subquery())
+            .values(
+                status=SHARD_RUNNING, lease_owner=owner, lease_expires_at=now + lease_seconds,
+                fence=BatchShard.fence + 1, replica=owner, started_at=now,
+                taken_over=case((BatchShard.status == SHARD_RUNNING, 1), else_=0),
+            )
+            .returning(BatchShard.id, BatchShard.batch_id, BatchShard.shard_no, BatchShard.fence,
+                       BatchShard.first_line, BatchShard.end_line, BatchShard.start_offset,
+                       BatchShard.end_offset, BatchShard.lines, BatchShard.taken_over)
+        )
+        row = result.first()
+        if row is None:
+            return None
+        return ShardClaim(*row[:-1], taken_over=bool(row[-1]))
+
+    async def _fenced_update(self, claim: ShardClaim, **values) -> bool:
+        result = await self.session.execute(
+            update(BatchShard).where(BatchShard.id == claim.shard_id, BatchShard.fence == claim.fence).values(**values)
+        )
+        return result.rowcount == 1
+
+    async def heartbeat(self, claim: ShardClaim, now: float, lease_seconds: float) -> None:
+        if not await self._fenced_update(claim, lease_expires_at=now + lease_seconds):
+            raise LeaseLost(f"{claim.batch_id} shard {claim.shard_no}")
+
+    async def release(self, claim: ShardClaim) -> None:
+        """Give the shard back at once (drain, cancel): another replica may claim it now."""
+        await self.session.execute(
+            update(BatchShard)
+            .where(BatchShard.id == claim.shard_id, BatchShard.fence == claim.fence,
+                   BatchShard.status == SHARD_RUNNING)
+            .values(status=SHARD_PENDING, lease_owner=None, lease_expires_at=None)
+        )
+
+    async def mark_done(self, claim: ShardClaim, now: float) -> None:
+        if not await self._fenced_update(claim, status=SHARD_DONE, finished_at=now,
+                                         lease_owner=None, lease_expires_at=None):
+            raise LeaseLost(f"{claim.batch_id} shard {claim.shard_no}")
+
+    async def seal(self, batch_id: str) -> None:
+        """Before a batch is finalized: no runner, stale or not, may write to its shards again."""
+        await self.session.execute(
+            update(BatchShard)
+            .where(BatchShard.batch_id == batch_id, BatchShard.status != SHARD_DONE)
+            .values(status=SHARD_PENDING, fence=BatchShard.fence + 1, lease_owner=None, lease_expires_at=None)
+        )
+
+    async def record_lines(self, claim: ShardClaim, rows: Sequence[LineRow]) -> int:
+        """Insert finished lines (a line already stored is left alone) and add what was new to the
+        shard's and the batch's counters, in one transaction. Returns how many rows were new."""
+        if not rows:
+            return 0
+        dialect = self.session.bind.dialect.name
+        insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
+        by_line = {row.line_no: row for row in rows}
+        result = await self.session.execute(
+            insert_fn(BatchLine.__table__)
+            .on_conflict_do_nothing(index_elements=["batch_id", "line_no"])
+            .returning(BatchLine.line_no),
+            [{"batch_id": claim.batch_id, "line_no": r.line_no, "ok": r.ok, "line": r.line} for r in rows],
+        )
+        new = [by_line[line_no] for (line_no,) in result.all()]
+        # Fence first: a stale runner's transaction rolls back before it touches the batch row.
+        if not await self._fenced_update(claim, lines_done=BatchShard.lines_done + len(new)):
+            raise LeaseLost(f"{claim.batch_id} shard {claim.shard_no}")
+        if new:
+            await self.session.execute(
+                update(Batch).where(Batch.id == claim.batch_id).values(
+                    completed=Batch.completed + sum(1 for r in new if r.ok),
+                    failed=Batch.failed + sum(1 for r in new if not r.ok),
+                    input_tokens=Batch.input_tokens + sum(r.input_tokens for r in new),
+                    cached_tokens=Batch.cached_tokens + sum(r.cached_tokens for r in new),
+                    output_tokens=Batch.output_tokens + sum(r.output_tokens for r in new),
+                    reasoning_tokens=Batch.reasoning_tokens + sum(r.reasoning_tokens for r in new),
+                )
+            )
+        return len(new)
+
+    def _in_shard(self, claim: ShardClaim):
+        return and_(BatchLine.batch_id == claim.batch_id, BatchLine.line_no >= claim.first_line,
+                    BatchLine.line_no < claim.end_line)
+
+    async def finished_line_numbers(self, claim: ShardClaim) -> set[int]:
+        result = await self.session.execute(select(BatchLine.line_no).where(self._in_shard(claim)))
+        return set(result.scalars().all())
+
+    async def count_lines(self, claim: ShardClaim) -> int:
+        result = await self.session.execute(select(func.count()).select_from(BatchLine).where(self._in_shard(claim)))
+        return int(result.scalar_one())
+
+    async def count(self, batch_id: str) -> int:
+        result = await self.session.execute(
+            select(func.count()).select_from(BatchShard).where(BatchShard.batch_id == batch_id)
+        )
+        return int(result.scalar_one())
+
+    async def of_batch(self, batch_id: str) -> Sequence[BatchShard]:
+        result = await self.session.execute(
+            select(BatchShard).where(BatchShard.batch_id == batch_id).order_by(BatchShard.shard_no)
+        )
+        return result.scalars().all()
+
+
+__all__ = ["ShardClaim", "ShardRepository", "ShardSpan"]

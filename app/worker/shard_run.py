@@ -1,0 +1,123 @@
+"""Runs one claimed shard: reads only its byte range of the input, feeds its unfinished lines
+through the engine window, checkpoints them, and marks the shard done. The replica that
+finishes a batch's last shard moves the batch on to finalizing."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import suppress
+
+from app.db.models import Batch
+from app.db.repositories.batches import BatchRepository, LeaseLost
+from app.db.repositories.shards import ShardClaim, ShardRepository
+from app.services.jsonl import split_lines
+from app.worker.checkpoint import Checkpoint
+from app.worker.context import WorkerContext
+from app.worker.executor import LineExecutor
+from app.worker.leases import keep_lease
+from app.worker.lines import InputLine, parse_input_line
+from app.worker.ordering import grouped_by_prefix
+
+log = logging.getLogger("batchd.worker")
+
+# How often a running shard flushes finished lines and checks for cancel/expiry. Each check is
+# two short transactions on the API's event loop, which shares a CPU with the engine core, so
+# not too often: a crash loses at most a second of lines, a cancel or expiry reaches every
+# replica within about a second, and a cancel made through this replica's API does not wait
+# for the poll (Worker.wake -> ShardRun.check_now).
+POLL_SECONDS = 1.0
+
+
+class ShardRun:
+    def __init__(self, ctx: WorkerContext, claim: ShardClaim) -> None:
+        self.ctx = ctx
+        self.claim = claim
+        self._check_now = asyncio.Event()
+
+    @property
+    def what(self) -> str:
+        return f"{self.claim.batch_id} shard {self.claim.shard_no}"
+
+    def check_now(self) -> None:
+        """Re-read the batch's status now (a cancel arrived through this replica's API)."""
+        self._check_now.set()
+
+    async def run(self) -> None:
+        heartbeat = asyncio.create_task(keep_lease(
+            self._renew, self.ctx.settings.lease_seconds / 3, asyncio.current_task(), self.what))
+        done = False
+        try:
+            done = await self._execute()
+        except LeaseLost:
+            log.warning("lost the lease on %s; another replica has it", self.what)
+        finally:
+            heartbeat.cancel()
+            with suppress(asyncio.CancelledError):
+                await heartbeat
+            if not done:
+                # Drain, cancel or a failure: hand the shard back at once, not at lease expiry.
+                with suppress(Exception):
+                    async with self.ctx.db.write() as session:
+                        await ShardRepository(session).release(self.claim)
+
+    async def _renew(self) -> None:
+        async with self.ctx.db.write() as session:
+            await ShardRepository(session).heartbeat(self.claim, time.time(), self.ctx.settings.lease_seconds)
+
+    async def _pending_lines(self, batch: Batch, done: set[int]) -> AsyncIterator[InputLine]:
+        claim = self.claim
+        chunks = self.ctx.store.read(batch.project, batch.input_file_id, claim.start_offset, claim.end_offset)
+        async for line_no, raw in split_lines(chunks, first_line_no=claim.first_line):
+            if line_no not in done:
+                line = parse_input_line(line_no, raw)
+                if line is not None:
+                    yield line
+
+    async def _execute(self) -> bool:
+        """True once every line of the shard has its checkpoint row and the shard is done."""
+        async with self.ctx.db.read() as session:
+            batch = await BatchRepository(session).load(self.claim.batch_id)
+            done = await ShardRepository(session).finished_line_numbers(self.claim)
+        if batch is None or batch.status != "in_progress":
+            return False
+        checkpoint = Checkpoint(self.ctx.db, self.claim)
+        executor = LineExecutor(self.ctx.registry, self.ctx.window(batch.model), self.ctx.gate(batch.model), batch.id)
+        stop = asyncio.Event()
+        monitor = asyncio.create_task(self._monitor(batch, checkpoint, stop))
+        try:
+            finished = await executor.run(grouped_by_prefix(self._pending_lines(batch, done)), checkpoint.add, stop)
+        finally:
+            monitor.cancel()
+            with suppress(asyncio.CancelledError):
+                await monitor
+            await checkpoint.flush()
+        if not finished:
+            return False
+        async with self.ctx.db.read() as session:
+            recorded = await ShardRepository(session).count_lines(self.claim)
+        if recorded < self.claim.lines:
+            # A line whose result was not recorded runs again when the shard is next claimed.
+            log.warning("%s: %d of %d lines recorded; running the rest again", self.what, recorded, self.claim.lines)
+            return False
+        now = time.time()
+        async with self.ctx.db.write() as session:
+            await ShardRepository(session).mark_done(self.claim, now)
+        async with self.ctx.db.write() as session:
+            if await BatchRepository(session).finish_running(batch.id, int(now)):
+                log.info("batch %s: every shard done; finalizing", batch.id)
+        return True
+
+    async def _monitor(self, batch: Batch, checkpoint: Checkpoint, stop: asyncio.Event) -> None:
+        """Flush finished lines and stop the run when the batch is cancelled or expires."""
+        while not stop.is_set():
+            with suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._check_now.wait(), POLL_SECONDS)
+            self._check_now.clear()
+            await checkpoint.flush()
+            async with self.ctx.db.read() as session:
+                status = await BatchRepository(session).status(batch.id)
+            if status != "in_progress" or time.time() >= batch.expires_at:
+                stop.set()

@@ -1,0 +1,178 @@
+"""Scale-out: three `batchd serve` replicas (separate data dirs) over one Postgres database and
+one blob store share a batch's shards. A replica killed mid-run loses its shards when their
+leases expire and the others resume them; one sent SIGTERM gives them back at once; a cancel
+through any replica stops all of them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections import Counter
+
+import openai
+import pytest
+
+from tests.conftest import API_KEYS_ENV
+from tests.support import db, postgres
+from tests.support.batches import CHAT_MODEL, chat_line, create, results_by_custom_id, wait_for
+from tests.support.engines import eager_config
+from tests.support.server import ServerProcess
+
+NAMES = ("replica-a", "replica-b", "replica-c")
+LEASE_SECONDS = 3
+SHARD_LINES = 500
+
+
+class Cluster:
+    def __init__(self, tmp_path_factory, database_url: str, storage_env: dict[str, str]) -> None:
+        self.tmp = tmp_path_factory
+        self.database_url = database_url
+        self.storage_env = storage_env
+        self.config = eager_config(tmp_path_factory.mktemp("replica-config") / "models.json",
+                                   {CHAT_MODEL: {"kv_cache_gib": 1}})
+        self.replicas: dict[str, ServerProcess] = {}
+
+    def start(self, name: str) -> ServerProcess:
+        env = {"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_REPLICA_ID": name, "BATCHD_LEASE_SECONDS": str(LEASE_SECONDS),
+               "BATCHD_SHARD_LINES": str(SHARD_LINES), "BATCHD_ENGINE_CPU_AFFINITY": "off", **self.storage_env}
+        server = ServerProcess(self.tmp.mktemp(name), self.database_url, env=env, models=True,
+                               args=["--model", CHAT_MODEL, "--config", str(self.config)])
+        self.replicas[name] = server.start()
+        return server
+
+    def start_all(self, names=NAMES) -> None:
+        threads = [threading.Thread(target=self.start, args=(name,)) for name in names]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        missing = [n for n in names if n not in self.replicas or self.replicas[n].proc.poll() is not None]
+        assert not missing, f"replicas failed to start: {missing}"
+
+    def client(self, name: str) -> openai.OpenAI:
+        return openai.OpenAI(base_url=self.replicas[name].base_url, api_key="key-a", max_retries=2)
+
+    def shards(self, batch_id: str) -> list[tuple]:
+        return db.execute(self.replicas[NAMES[0]], "SELECT shard_no, status, lease_owner, replica, lines_done "
+                          "FROM batch_shards WHERE batch_id = :b ORDER BY shard_no", b=batch_id)
+
+    def running(self, batch_id: str) -> Counter:
+        """Live leases per replica."""
+        return Counter(owner for _, status, owner, _, _ in self.shards(batch_id) if status == "running" and owner)
+
+    def wait_until(self, what: str, check, timeout: float = 120.0, interval: float = 0.2):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = check()
+            if value:
+                return value
+            time.sleep(interval)
+        raise AssertionError(f"timed out waiting for {what}")
+
+    def stop(self) -> None:
+        for server in self.replicas.values():
+            server.kill()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, replica_storage_env):
+    database_url = postgres.create_database()
+    cluster = Cluster(tmp_path_factory, database_url, replica_storage_env)
+    try:
+        cluster.start_all()
+        yield cluster
+    finally:
+        cluster.stop()
+        postgres.drop_database(database_url)
+
+
+def _lines(n: int, prefix: str) -> list[dict]:
+    return [chat_line(f"{prefix}-{i}", f"question {i} of {prefix}", max_tokens=4) for i in range(n)]
+
+
+def _assert_complete(client: openai.OpenAI, batch, n: int, prefix: str) -> None:
+    assert batch.status == "completed", batch
+    counts = batch.request_counts
+    assert (counts.total, counts.completed, counts.failed) == (n, n, 0)
+    output, errors = results_by_custom_id(client, batch)  # asserts no custom_id twice
+    assert errors == {} and set(output) == {f"{prefix}-{i}" for i in range(n)}
+    for line in output.values():
+        assert line["response"]["status_code"] == 200
+        body = line["response"]["body"]
+        assert body["object"] == "chat.completion" and body["usage"]["completion_tokens"] == 4
+    assert batch.usage.output_tokens == 4 * n
+
+
+def _checkpoint_rows(cluster: Cluster, batch_id: str) -> int:
+    return db.execute(cluster.replicas[NAMES[0]], "SELECT count(*) FROM batch_lines WHERE batch_id = :b",
+                      b=batch_id)[0][0]
+
+
+def test_three_replicas_share_one_batch(cluster):
+    a, c = cluster.client("replica-a"), cluster.client("replica-c")
+    batch = create(a, _lines(6000, "share"))
+    done = wait_for(c, batch.id, timeout=600)
+    _assert_complete(c, done, 6000, "share")
+    shards = cluster.shards(batch.id)
+    assert len(shards) == 6000 // SHARD_LINES and all(status == "done" for _, status, _, _, _ in shards)
+    assert sum(lines for *_, lines in shards) == 6000
+    assert {replica for _, _, _, replica, _ in shards} == set(NAMES)
+    assert _checkpoint_rows(cluster, batch.id) == 0  # a finalized batch keeps no checkpoint rows
+
+
+def test_sigkill_of_a_replica_mid_run_loses_nothing(cluster):
+    a = cluster.client("replica-a")
+    batch = create(a, _lines(4000, "kill"))
+    cluster.wait_until("replica-b to run a shard", lambda: cluster.running(batch.id)["replica-b"])
+    cluster.replicas["replica-b"].kill()
+    done = wait_for(a, batch.id, timeout=600)
+    _assert_complete(a, done, 4000, "kill")
+    cluster.start("replica-b")
+
+
+def test_sigterm_drains_a_replica_and_others_take_its_shards_at_once(cluster):
+    a = cluster.client("replica-a")
+    batch = create(a, _lines(4000, "term"))
+    cluster.wait_until("replica-c to run a shard", lambda: cluster.running(batch.id)["replica-c"])
+    server = cluster.replicas["replica-c"]
+    held = {no for no, status, owner, _, _ in cluster.shards(batch.id) if owner == "replica-c" and status == "running"}
+    sent = time.monotonic()
+    os.kill(server.pid, signal.SIGTERM)
+
+    def taken_over() -> bool:
+        rows = {no: (status, owner) for no, status, owner, _, _ in cluster.shards(batch.id)}
+        return all(rows[no][0] == "done" or rows[no][1] not in (None, "replica-c") for no in held)
+
+    cluster.wait_until("another replica to claim replica-c's shards", taken_over, timeout=5, interval=0.1)
+    claimed_after = time.monotonic() - sent
+    server.proc.wait(timeout=30)
+    exited_after = time.monotonic() - sent
+    server.kill()
+    assert claimed_after < 5 and exited_after < 30
+    assert "draining" in server.log()
+    done = wait_for(a, batch.id, timeout=600)
+    _assert_complete(a, done, 4000, "term")
+    cluster.start("replica-c")
+
+
+def test_cancel_through_one_replica_stops_every_replica(cluster):
+    a, b = cluster.client("replica-a"), cluster.client("replica-b")
+    batch = create(a, _lines(6000, "cancel"))
+    cluster.wait_until("replicas a and c to run shards",
+                       lambda: cluster.running(batch.id)["replica-a"] and cluster.running(batch.id)["replica-c"])
+    cancelled_at = time.monotonic()
+    b.batches.cancel(batch.id)
+    cluster.wait_until("every replica to stop", lambda: not cluster.running(batch.id), timeout=5, interval=0.1)
+    assert time.monotonic() - cancelled_at < 5
+    done = wait_for(b, batch.id, timeout=120)
+    assert done.status == "cancelled"
+    counts = done.request_counts
+    output, errors = results_by_custom_id(b, done)
+    assert 0 < counts.completed < 6000 and counts.total == 6000
+    assert (len(output), len(errors)) == (counts.completed, counts.failed)
+    assert set(output) | set(errors) == {f"cancel-{i}" for i in range(6000)}
+    assert all(line["error"]["code"] == "batch_cancelled" for line in errors.values())
+    assert all(line["response"]["status_code"] == 200 for line in output.values())
+    assert _checkpoint_rows(cluster, batch.id) == 0
