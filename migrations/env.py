@@ -3,6 +3,7 @@
 import asyncio
 
 from alembic import context
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
@@ -10,6 +11,9 @@ import app.db.models  # noqa: F401  (registers the tables)
 from app.db.base import Base
 
 config = context.config
+# Replicas starting together would race to create the same tables: on Postgres each takes this
+# transaction-scoped advisory lock first, so one migrates and the others then find nothing to do.
+MIGRATION_LOCK_KEY = 0x62617463  # "batc"
 target_metadata = Base.metadata
 
 
@@ -31,6 +35,8 @@ def _run(connection) -> None:
 async def _run_online() -> None:
     engine = create_async_engine(_database_url(), poolclass=NullPool)
     async with engine.connect() as connection:
+        if connection.dialect.name == "postgresql":
+            await connection.execute(text(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})"))
         await connection.run_sync(_run)
         await connection.commit()
     await engine.dispose()
