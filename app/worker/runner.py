@@ -59,7 +59,7 @@ class Worker:
         if self._draining:
             return
         self._draining = True
-        log.info("draining: releasing %d shards and %d batches", len(self._shards), len(self._batches))
+        log.warning("draining: releasing %d shards and %d batches", len(self._shards), len(self._batches))
         if self._loop_task is not None:
             self._loop_task.cancel()
         for _, task in [*self._batches.values(), *self._shards.values()]:
