@@ -90,6 +90,9 @@ class WebhookSender:
     async def deliver_due(self) -> int:
         """Make every due attempt (up to CLAIM_BATCH, concurrently); how many were claimed."""
         token = uuid.uuid4().hex
+        async with self.db.read() as session:
+            if not await WebhookRepository(session).any_due(time.time()):
+                return 0
         async with self.db.write() as session:
             claimed = await WebhookRepository(session).claim_due(time.time(), self.lease_seconds, token, CLAIM_BATCH)
         if claimed:

@@ -102,17 +102,25 @@ class WebhookRepository:
 
     # -- sending --------------------------------------------------------------------------------
 
+    @staticmethod
+    def _due(now: float) -> Select[tuple[int]]:
+        enabled = select(WebhookEndpoint.id).where(WebhookEndpoint.status == "enabled")
+        return select(WebhookDelivery.id).where(
+            WebhookDelivery.status == "pending",
+            WebhookDelivery.next_attempt_at <= now,
+            WebhookDelivery.lease_expires_at.is_(None) | (WebhookDelivery.lease_expires_at < now),
+            WebhookDelivery.endpoint_id.in_(enabled),
+        )
+
+    async def any_due(self, now: float) -> bool:
+        """A read-only look first, so an idle sender never takes SQLite's single write lock."""
+        result = await self.session.execute(self._due(now).limit(1))
+        return result.first() is not None
+
     async def claim_due(self, now: float, lease_seconds: float, token: str, limit: int) -> list[ClaimedDelivery]:
         """Take up to `limit` due attempts for enabled endpoints; the lease covers one attempt."""
-        enabled = select(WebhookEndpoint.id).where(WebhookEndpoint.status == "enabled")
         due = (
-            select(WebhookDelivery.id)
-            .where(
-                WebhookDelivery.status == "pending",
-                WebhookDelivery.next_attempt_at <= now,
-                WebhookDelivery.lease_expires_at.is_(None) | (WebhookDelivery.lease_expires_at < now),
-                WebhookDelivery.endpoint_id.in_(enabled),
-            )
+            self._due(now)
             .order_by(WebhookDelivery.next_attempt_at)
             .limit(limit)
             .with_for_update(skip_locked=True, of=WebhookDelivery)
