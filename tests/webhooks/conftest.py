@@ -4,6 +4,9 @@ a project only these tests use, whose endpoints are removed after each test."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import openai
 import pytest
 
@@ -28,12 +31,21 @@ def remove_endpoints(client: openai.OpenAI) -> None:
         client.webhooks.delete(endpoint.id)
 
 
+@contextmanager
+def clean_project(server) -> Iterator[openai.OpenAI]:
+    """A client of the webhook tests' project, with no endpoints before or after."""
+    client = project_client(server)
+    remove_endpoints(client)
+    try:
+        yield client
+    finally:
+        remove_endpoints(client)
+
+
 @pytest.fixture
 def hooks_client(hooks_server):
-    client = project_client(hooks_server)
-    remove_endpoints(client)
-    yield client
-    remove_endpoints(client)
+    with clean_project(hooks_server) as client:
+        yield client
 
 
 @pytest.fixture

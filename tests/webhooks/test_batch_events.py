@@ -9,17 +9,15 @@ import pytest
 
 from tests.support.batches import chat_line, create, wait_for
 from tests.support.webhook_receiver import WebhookReceiver
-from tests.webhooks.conftest import project_client, remove_endpoints
+from tests.webhooks.conftest import clean_project
 
 EVENTS = ["batch.completed", "batch.failed", "batch.cancelled", "batch.expired"]
 
 
 @pytest.fixture
 def model_hooks_client(model_server):
-    client = project_client(model_server)
-    remove_endpoints(client)
-    yield client
-    remove_endpoints(client)
+    with clean_project(model_server) as client:
+        yield client
 
 
 def _long(prefix: str, n: int) -> list[dict]:
