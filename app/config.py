@@ -58,6 +58,19 @@ class Settings(BaseSettings):
     # Serve no models at all (Files API only; batches fail validation with model_not_found).
     no_models: bool = False
 
+    # GET /metrics needs `Authorization: Bearer <this>` when set; open when empty.
+    metrics_token: str = ""
+    # Webhooks: hosts (comma-separated) that may resolve to loopback/private addresses.
+    webhook_allow_hosts: str = ""
+    # Retry n waits base * 2^(n-1) seconds (capped at the max delay) until the horizon has passed
+    # since the event; an endpoint whose deliveries all failed for `disable_after` is disabled.
+    webhook_retry_base_seconds: float = Field(default=5.0, gt=0)
+    webhook_retry_max_delay_seconds: float = Field(default=4 * 3600.0, gt=0)
+    webhook_retry_horizon_seconds: float = Field(default=72 * 3600.0, gt=0)
+    webhook_disable_after_seconds: float = Field(default=72 * 3600.0, gt=0)
+    webhook_timeout_seconds: float = Field(default=10.0, gt=0)
+    webhook_poll_seconds: float = Field(default=1.0, gt=0)
+
     def window_seconds(self) -> dict[str, int]:
         return {w: parse_window(w) for w in self.completion_windows.split(",") if w.strip()}
 
@@ -76,6 +89,9 @@ class Settings(BaseSettings):
         if self.storage_url and "://" not in self.storage_url:
             return Path(self.storage_url)
         return self.data_dir / "blobs"
+
+    def webhook_allowed_hosts(self) -> set[str]:
+        return {h.strip().lower() for h in self.webhook_allow_hosts.split(",") if h.strip()}
 
     def parsed_api_keys(self) -> dict[str, str]:
         """Config keys as {key: project}; a bare key belongs to project `default`."""

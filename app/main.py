@@ -8,18 +8,20 @@ from contextlib import asynccontextmanager, suppress
 
 from fastapi import APIRouter, Depends, FastAPI
 
-from app.api import batches, files, health, models
+from app.api import batches, files, health, metrics as metrics_api, models, webhooks
 from app.api.deps import get_project
 from app.config import Settings
 from app.db import migrate
 from app.db.engine import Database
 from app.engine_boot import start_registry
 from app.error_handlers import install_error_handlers
+from app.metrics import HttpMetricsMiddleware
 from app.openapi import install_openapi
 from app.request_id import RequestIdMiddleware
 from app.services.auth import Authenticator
 from app.services.files import purge_tombstones, sweep_expired
 from app.storage import BlobStore, open_store
+from app.webhooks.delivery import WebhookSender
 from app.worker.context import WorkerContext
 from app.worker.runner import Worker
 
@@ -78,13 +80,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.loop = asyncio.get_running_loop()
         app.state.registry = app.state.worker = None
         sweeper = asyncio.create_task(_sweep_forever(db, store, settings))
+        # Webhook deliveries never wait on the worker, nor it on them: they share only the outbox.
+        sender = asyncio.create_task(WebhookSender(db, settings).run_forever())
         # Engines take a while to load: serve files and /health (503 "starting") meanwhile.
         startup = asyncio.create_task(_start_engines_and_worker(app, settings, db, store))
         try:
             yield
         finally:
             app.state.ready = False
-            for task in (startup, sweeper):
+            for task in (startup, sweeper, sender):
                 task.cancel()
                 with suppress(asyncio.CancelledError):
                     await task
@@ -102,6 +106,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(HttpMetricsMiddleware)
     install_error_handlers(app)
     install_openapi(app)
 
@@ -109,6 +114,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     v1.include_router(files.router)
     v1.include_router(batches.router)
     v1.include_router(models.router)
+    v1.include_router(webhooks.router)
     app.include_router(v1)
     app.include_router(health.router)
+    app.include_router(metrics_api.router)
     return app

@@ -15,7 +15,11 @@ from tests.support.server import ServerProcess
 # CI sets this: Postgres tests must run there, never skip.
 REQUIRE_POSTGRES = os.environ.get("BATCHD_TEST_REQUIRE_POSTGRES") == "1"
 
-KEYS = {"key-a": "proj-a", "key-b": "proj-b", "key-list": "proj-list", "key-batch-list": "proj-batch-list"}
+KEYS = {"key-a": "proj-a", "key-b": "proj-b", "key-list": "proj-list", "key-batch-list": "proj-batch-list",
+        "key-hooks": "proj-hooks"}
+# Webhook tests deliver to receivers on 127.0.0.1, retrying fast.
+WEBHOOK_TEST_ENV = {"BATCHD_WEBHOOK_ALLOW_HOSTS": "127.0.0.1", "BATCHD_WEBHOOK_RETRY_BASE_SECONDS": "0.5",
+                    "BATCHD_WEBHOOK_POLL_SECONDS": "0.2"}
 API_KEYS_ENV = ",".join(f"{k}={p}" for k, p in KEYS.items())
 
 
@@ -87,7 +91,7 @@ def model_server(start_server, tmp_path_factory) -> ServerProcess:
                           {"batchd-tiny-chat": {"max_num_seqs": 16}, "all-MiniLM-L6-v2": {}})
     return start_server(
         {"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_COMPLETION_WINDOWS": "24h,1h,3s",
-         "BATCHD_MAX_BATCH_LINES": "3000"},
+         "BATCHD_MAX_BATCH_LINES": "3000", **WEBHOOK_TEST_ENV},
         models=True,
         args=["--model", "batchd-tiny-chat", "--model", "all-MiniLM-L6-v2", "--config", str(config)],
     )

@@ -134,6 +134,11 @@ class EngineRegistry:
             for name in self._engines
         ]
 
+    def engine_ready(self, model: str) -> bool:
+        """True while ``model``'s engine is started and alive (the engine-up metric)."""
+        engine = self._engines.get(model)
+        return self._ready and engine is not None and not engine.errored
+
     def endpoints_for(self, model: str) -> set[str]:
         """Canonical endpoints ``model`` can serve (empty if it is not served)."""
         engine = self._engines.get(model)

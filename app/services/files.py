@@ -11,6 +11,7 @@ from pathlib import PurePosixPath
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app import metrics
 from app.config import Settings
 from app.db.models import File
 from app.db.repositories.batches import BatchRepository
@@ -108,6 +109,7 @@ class FileService:
             sha256=blob.sha256,
         )
         await self.store.commit(blob, project, file.id)
+        metrics.record_upload(blob.size)
         # If the request's transaction does not commit, the blob must not outlive it.
         on_rollback(self.session, lambda: self.store.delete(project, file.id))
         return await self.repo.add(file)

@@ -18,6 +18,7 @@ from app.services.validation import validate_input_file
 from app.worker.context import WorkerContext, fault_point
 from app.worker.finalize import finalize
 from app.worker.leases import keep_lease
+from app.webhooks.outbox import enqueue_batch_event
 
 log = logging.getLogger("batchd.worker")
 
@@ -89,9 +90,10 @@ class BatchRun:
         now = int(time.time())
         async with self.ctx.db.write() as session:
             if result.errors:
-                await BatchRepository(session).transition(
-                    self.claim, ("validating",), status="failed", failed_at=now, errors=result.errors,
-                    model=result.model)
+                if await BatchRepository(session).transition(
+                        self.claim, ("validating",), status="failed", failed_at=now, errors=result.errors,
+                        model=result.model):
+                    await enqueue_batch_event(session, batch.id, batch.project, "batch.failed")
             elif await BatchRepository(session).transition(
                     self.claim, ("validating",), status="in_progress", in_progress_at=now, total=result.total,
                     model=result.model):

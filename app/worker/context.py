@@ -24,7 +24,7 @@ class WorkerContext:
     def gate(self, model: str) -> FairGate:
         """One admission gate per model, shared by every batch using that model."""
         if model not in self.gates:
-            self.gates[model] = FairGate(self.window(model))
+            self.gates[model] = FairGate(self.window(model), name=model)
         return self.gates[model]
 
     def window(self, model: str) -> int:

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from app import metrics
 from app.worker.fair_gate import FairGate
 from app.request_id import new_request_id
 from app.worker.lines import InputLine, response_line
@@ -49,9 +50,11 @@ class LineExecutor:
         async with self.gate.slot(self.key):
             self._in_flight[asyncio.current_task()] = request_id
             try:
-                result = await self.engine.execute(line.url, line.body, request_id)
+                with metrics.line_in_flight(line.body.get("model"), line.url):
+                    result = await self.engine.execute(line.url, line.body, request_id)
             finally:
                 self._in_flight.pop(asyncio.current_task(), None)
+        metrics.record_line(line.body.get("model"), line.url, result.status_code == 200, result.usage)
         record = response_line(line.custom_id, result.status_code, request_id, result.body)
         await on_outcome(LineOutcome(line.line_no, result.status_code == 200, record, result.usage))
 

@@ -11,10 +11,13 @@ from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from app import metrics
+
 
 class FairGate:
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, name: str = "") -> None:
         self.capacity = max(1, capacity)
+        self.name = name  # the model, for the lines-waiting metric
         self._free = self.capacity
         self._waiting: OrderedDict[str, deque[asyncio.Future]] = OrderedDict()
 
@@ -33,7 +36,8 @@ class FairGate:
         future = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(key, deque()).append(future)
         try:
-            await future
+            with metrics.line_waiting(self.name):
+                await future
         except asyncio.CancelledError:
             if future.done() and not future.cancelled():
                 self._release()  # the slot was handed over just as we were cancelled

@@ -18,6 +18,7 @@ from app.db.repositories.files import FileRepository
 from app.schemas.files import OUTPUT_PURPOSE
 from app.services.jsonl import split_lines
 from app.storage.base import BlobWriter
+from app.webhooks.outbox import enqueue_batch_event
 from app.worker.context import WorkerContext, fault_point
 from app.worker.lines import CANCELLED_MESSAGE, EXPIRED_MESSAGE, custom_id_of, dumps, error_line
 
@@ -107,6 +108,7 @@ async def finalize(ctx: WorkerContext, claim: Claim, batch: Batch, ending: str) 
             total=batch.total or batch.completed + batch.failed + unexecuted,
         )
         if moved:
+            await enqueue_batch_event(session, batch.id, batch.project, f"batch.{ending}")
             file_repo = FileRepository(session)
             for file in files:
                 await file_repo.add(file)

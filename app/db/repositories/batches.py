@@ -15,6 +15,7 @@ from sqlalchemy import Select, and_, delete, exists, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import ACTIVE_STATUSES, SHARD_DONE, SHARD_RUNNING, Batch, BatchLine, BatchShard
+from app.metrics import record_lease_takeover
 
 CANCELLABLE_STATUSES = ("validating", "in_progress", "finalizing")
 
@@ -112,6 +113,9 @@ class BatchRepository:
         )
         if skip:
             candidate = candidate.where(Batch.id.not_in(list(skip)))
+        # Who held it before: a claim of a lease someone else let expire is a takeover (the
+        # FOR UPDATE in `candidate` keeps the row for the update below on Postgres).
+        previous = await self.session.scalar(select(Batch.lease_owner).where(Batch.seq == candidate.scalar_subquery()))
         result = await self.session.execute(
             update(Batch)
             .where(Batch.seq == candidate.scalar_subquery())
@@ -119,6 +123,8 @@ class BatchRepository:
             .returning(Batch.id, Batch.fence)
         )
         row = result.first()
+        if row and previous not in (None, owner):
+            record_lease_takeover()
         return Claim(row[0], row[1]) if row else None
 
     async def _fenced_update(self, claim: Claim, *conditions, **values) -> bool:

@@ -16,6 +16,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import SHARD_DONE, SHARD_PENDING, SHARD_RUNNING, Batch, BatchLine, BatchShard
+from app.metrics import record_lease_takeover
 from app.db.repositories.batches import LeaseLost, LineRow
 
 
@@ -94,6 +95,8 @@ class ShardRepository:
         row = result.first()
         if row is None:
             return None
+        if row[-1]:
+            record_lease_takeover()
         return ShardClaim(*row[:-1], taken_over=bool(row[-1]))
 
     async def _fenced_update(self, claim: ShardClaim, **values) -> bool:

@@ -1,0 +1,39 @@
+"""`GET /metrics`: Prometheus text format. Open unless BATCHD_METRICS_TOKEN is set, then it
+needs that token as a Bearer header (errors in OpenAI's envelope, like every other route)."""
+
+from __future__ import annotations
+
+import hmac
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from app import metrics
+from app.db.repositories.stats import StatsRepository
+from app.errors import Unauthorized
+
+router = APIRouter(tags=["monitoring"])
+
+
+def _check_token(request: Request) -> None:
+    token = request.app.state.settings.metrics_token
+    if not token:
+        return
+    scheme, _, given = (request.headers.get("authorization") or "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+        raise Unauthorized("Invalid or missing metrics token: send 'Authorization: Bearer <token>'.",
+                           code="invalid_api_key")
+
+
+@router.get("/metrics", response_class=Response)
+async def scrape(request: Request) -> Response:
+    """The current values; batch counts and engine states are read now, at scrape."""
+    _check_token(request)
+    state = request.app.state
+    async with state.db.read() as session:
+        metrics.set_batch_counts(await StatsRepository(session).batches_by_status())
+    registry = getattr(state, "registry", None)
+    if registry is not None:
+        metrics.set_engines_up({card["id"]: registry.engine_ready(card["id"]) for card in registry.model_cards()})
+    body, content_type = metrics.exposition()
+    return Response(body, media_type=content_type)

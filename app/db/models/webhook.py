@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db.base import Base
+
+
+class WebhookEndpoint(Base):
+    """A project's webhook receiver. The signing secret is stored as is: HMAC signing needs it.
+    After a rotation that keeps the old secret, both sign until `previous_secret_expires_at`."""
+
+    __tablename__ = "webhook_endpoints"
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(String(64), unique=True)
+    project: Mapped[str] = mapped_column(String(128))
+    name: Mapped[str] = mapped_column(String(256))
+    url: Mapped[str] = mapped_column(String(2048))
+    event_types: Mapped[list] = mapped_column(JSON)
+    secret: Mapped[str] = mapped_column(String(128))
+    previous_secret: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    previous_secret_expires_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # enabled | disabled (by the owner, or by batchd after failing for too long)
+    status: Mapped[str] = mapped_column(String(16), default="enabled")
+    disabled_reason: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    # Start of the current run of failed deliveries; cleared by any success.
+    failing_since: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (Index("ix_webhook_endpoints_project_seq", "project", "seq"),)
+
+
+class WebhookEvent(Base):
+    """The outbox: one row per batch ending, written in the transaction that ends the batch.
+    `body` holds the exact bytes every delivery of it sends."""
+
+    __tablename__ = "webhook_events"
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(String(64), unique=True)
+    project: Mapped[str] = mapped_column(String(128))
+    type: Mapped[str] = mapped_column(String(64))
+    # A batch ends once: the unique key makes a second event for it impossible.
+    batch_id: Mapped[str] = mapped_column(String(64), unique=True)
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class WebhookDelivery(Base):
+    """One event to one endpoint, retried until delivered or given up. A sender claims an attempt
+    with a lease (`claim_token`, `lease_expires_at`) so one replica sends each attempt."""
+
+    __tablename__ = "webhook_deliveries"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    event_id: Mapped[str] = mapped_column(String(64), ForeignKey("webhook_events.id", ondelete="CASCADE"))
+    endpoint_id: Mapped[str] = mapped_column(String(64), ForeignKey("webhook_endpoints.id", ondelete="CASCADE"))
+    # pending | delivered | failed
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[float] = mapped_column(Float)
+    lease_expires_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    claim_token: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    last_status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    last_error: Mapped[str | None] = mapped_column(String(512), nullable=True)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    finished_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+    __table_args__ = (Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),)

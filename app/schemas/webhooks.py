@@ -1,0 +1,85 @@
+"""Webhook endpoint wire models, named as OpenAI's (openai-python `types/webhooks/`).
+
+`status` and `disabled_reason` are batchd's additions: an endpoint batchd disabled after failing
+for too long is shown as such (the client keeps unknown fields on its objects)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from app.db.models import WebhookEndpoint
+from app.webhooks.signing import secret_hint
+
+
+class WebhookEndpointCreate(BaseModel):
+    """Loosely typed on purpose: the service answers with OpenAI-style messages and codes."""
+
+    model_config = ConfigDict(extra="allow")
+
+    url: Any = None
+    name: Any = None
+    event_types: Any = None
+
+
+class WebhookEndpointUpdate(WebhookEndpointCreate):
+    status: Any = None
+
+
+class RotateSecretRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    keep_old_secret_active_for_24_hours: Any = None
+
+
+class TestRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    event_type: Any = None
+
+
+class WebhookEndpointObject(BaseModel):
+    id: str
+    object: Literal["webhook_endpoint"] = "webhook_endpoint"
+    created_at: int
+    updated_at: int
+    name: str
+    url: str
+    event_types: list[str]
+    signing_secret_hint: str
+    status: Literal["enabled", "disabled"]
+    disabled_reason: str | None
+
+    @classmethod
+    def from_row(cls, row: WebhookEndpoint, **extra) -> "WebhookEndpointObject":
+        return cls(
+            id=row.id, created_at=row.created_at, updated_at=row.updated_at, name=row.name, url=row.url,
+            event_types=list(row.event_types), signing_secret_hint=secret_hint(row.secret), status=row.status,
+            disabled_reason=row.disabled_reason, **extra,
+        )
+
+
+class WebhookEndpointWithSecret(WebhookEndpointObject):
+    """Returned by create and rotate_secret only: the one time the secret is shown."""
+
+    signing_secret: str
+
+
+class WebhookEndpointDeleted(BaseModel):
+    id: str
+    object: Literal["webhook_endpoint.deleted"] = "webhook_endpoint.deleted"
+    deleted: bool = True
+
+
+class WebhookTestResult(BaseModel):
+    object: Literal["webhook_endpoint.test"] = "webhook_endpoint.test"
+    webhook_endpoint_id: str
+    event_type: str
+    status_code: int
+    success: Literal[True] = True
+
+
+class EventTypeList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[str]

@@ -1,0 +1,37 @@
+"""Write a batch's ending to the webhook outbox, inside the transaction that ends the batch: the
+event exists if and only if the terminal status committed, whatever crashes afterwards."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import WebhookEvent
+from app.db.repositories.webhooks import WebhookRepository
+
+BATCH_EVENT_TYPES = ("batch.completed", "batch.failed", "batch.cancelled", "batch.expired")
+
+
+def new_event_id() -> str:
+    return f"evt_{uuid.uuid4().hex}"
+
+
+def event_body(event_id: str, event_type: str, created_at: int, batch_id: str) -> str:
+    """The JSON OpenAI sends (see openai-python types/webhooks/batch_*_webhook_event.py)."""
+    return json.dumps({"id": event_id, "object": "event", "type": event_type, "created_at": created_at,
+                       "data": {"id": batch_id}}, separators=(",", ":"))
+
+
+async def enqueue_batch_event(session: AsyncSession, batch_id: str, project: str, event_type: str) -> None:
+    """Record the event and one pending delivery per subscribed endpoint of the project. Call it
+    in the same transaction as the status change (no commit here)."""
+    now = int(time.time())
+    event_id = new_event_id()
+    repo = WebhookRepository(session)
+    event = WebhookEvent(id=event_id, project=project, type=event_type, batch_id=batch_id,
+                         body=event_body(event_id, event_type, now, batch_id), created_at=now)
+    if await repo.add_event(event):
+        await repo.add_deliveries(event_id, await repo.subscribed_endpoint_ids(project, event_type), now)

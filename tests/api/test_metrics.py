@@ -1,0 +1,67 @@
+"""GET /metrics on a server without models: the token, route templates (never ids) as labels,
+upload bytes, batches by status read from the database, and lease takeovers."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+import pytest
+
+from tests.conftest import API_KEYS_ENV
+from tests.support import db
+from tests.support.batches import chat_line, create, jsonl, wait_for
+from tests.support.metrics import scrape, value
+
+TOKEN = "metrics-secret"
+
+
+@pytest.fixture(scope="module")
+def metrics_server(start_server):
+    """Its own server: the batch gauges count every batch in the database."""
+    return start_server({"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_METRICS_TOKEN": TOKEN})
+
+
+def test_token_is_required_when_configured(metrics_server):
+    url = metrics_server.base_url.removesuffix("/v1") + "/metrics"
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"}):
+        response = httpx.get(url, headers=headers)
+        assert response.status_code == 401
+        assert response.json()["error"]["type"] == "invalid_request_error"
+    response = httpx.get(url, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
+
+
+def test_open_by_default(server):
+    assert "batchd_http_requests_total" in httpx.get(server.base_url.removesuffix("/v1") + "/metrics").text
+
+
+def test_requests_uploads_batches_and_takeovers(metrics_server):
+    client = openai.OpenAI(base_url=metrics_server.base_url, api_key="key-a", max_retries=0)
+    before = scrape(metrics_server, TOKEN)
+    data = b"x" * 1234
+    file = client.files.create(file=("notes.txt", data), purpose="user_data")
+    client.files.retrieve(file.id)
+    with pytest.raises(openai.NotFoundError):
+        client.files.retrieve("file-nope")
+    batch = create(client, [chat_line("a")])  # no models here: fails validation
+    assert wait_for(client, batch.id, timeout=60).status == "failed"
+
+    # A batch whose worker died: its lease (owned elsewhere) expired, so this server takes it over.
+    db.execute(metrics_server, "UPDATE batches SET status = 'validating', failed_at = NULL, errors = NULL, "
+               "lease_owner = 'crashed-replica', lease_expires_at = 1 WHERE id = :id", id=batch.id)
+    assert wait_for(client, batch.id, timeout=60).status == "failed"
+
+    after = scrape(metrics_server, TOKEN)
+    grew = lambda name, **labels: value(after, name, **labels) - value(before, name, **labels)  # noqa: E731
+    route = "/v1/files/{file_id}"
+    assert grew("batchd_http_requests_total", method="GET", route=route, status="200") == 1
+    assert grew("batchd_http_requests_total", method="GET", route=route, status="404") == 1
+    assert grew("batchd_http_request_duration_seconds_count", method="GET", route=route) == 2
+    assert grew("batchd_http_requests_total", method="POST", route="/v1/files", status="200") == 2
+    assert grew("batchd_upload_bytes_total") == len(data) + len(jsonl([chat_line("a")]))
+    assert value(after, "batchd_batches", status="failed") == 1
+    assert value(after, "batchd_batches", status="completed") == 0
+    assert value(after, "batchd_lease_takeovers_total") == 1
+    text = httpx.get(metrics_server.base_url.removesuffix("/v1") + "/metrics",
+                     headers={"Authorization": f"Bearer {TOKEN}"}).text
+    assert file.id not in text and batch.id not in text and "file-nope" not in text

@@ -1,0 +1,45 @@
+"""One event per ending, on the real engine: a completed, a failed, a cancelled and an expired
+batch each produce exactly one delivery of their own type, verified by the official client."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.support.batches import chat_line, create, wait_for
+from tests.support.webhook_receiver import WebhookReceiver
+from tests.webhooks.conftest import clean_project
+
+EVENTS = ["batch.completed", "batch.failed", "batch.cancelled", "batch.expired"]
+
+
+@pytest.fixture
+def model_hooks_client(model_server):
+    with clean_project(model_server) as client:
+        yield client
+
+
+def _long(prefix: str, n: int) -> list[dict]:
+    return [chat_line(f"{prefix}-{i}", f"story {i}", max_tokens=200, ignore_eos=True) for i in range(n)]
+
+
+def test_one_event_per_batch_ending(model_hooks_client):
+    client = model_hooks_client
+    with WebhookReceiver() as receiver:
+        endpoint = client.webhooks.create(url=receiver.url, name="all", event_types=EVENTS)
+        batches = {
+            "batch.completed": create(client, [chat_line("c-0"), chat_line("c-1")]),
+            "batch.failed": create(client, [chat_line("f-0", model="no-such-model")]),
+            "batch.cancelled": create(client, _long("x", 600)),
+            "batch.expired": create(client, _long("e", 600), window="3s"),
+        }
+        client.batches.cancel(batches["batch.cancelled"].id)
+        ended = {kind: wait_for(client, b.id, timeout=180).status for kind, b in batches.items()}
+        assert ended == {kind: kind.removeprefix("batch.") for kind in EVENTS}
+
+        receiver.wait_for(4)
+        time.sleep(1.5)  # and nothing more arrives
+        events = receiver.events(endpoint.signing_secret)
+        assert sorted((e.type, e.data.id) for e in events) == sorted((k, b.id) for k, b in batches.items())
+        assert len({d.headers["webhook-id"] for d in receiver.deliveries}) == 4

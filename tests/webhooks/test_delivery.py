@@ -1,0 +1,107 @@
+"""Delivery of batch events on a server without models, where every batch fails validation and
+so ends with `batch.failed`: signatures the official client verifies, retries with one
+webhook-id, disabling a failing endpoint, and delivery after a kill -9."""
+
+from __future__ import annotations
+
+import time
+
+import openai
+import pytest
+
+from tests.conftest import API_KEYS_ENV, WEBHOOK_TEST_ENV
+from tests.support.batches import chat_line, create, wait_for
+from tests.support.server import ServerProcess
+from tests.support.webhook_receiver import WebhookReceiver
+from tests.webhooks.conftest import project_client, remove_endpoints
+
+
+def _failed_batch(client: openai.OpenAI):
+    batch = create(client, [chat_line("a"), chat_line("b")])
+    done = wait_for(client, batch.id, timeout=60)
+    assert done.status == "failed" and done.errors.data[0].code == "model_not_found"
+    return done
+
+
+def test_failed_batch_is_delivered_once_and_verifies(hooks_client):
+    with WebhookReceiver() as receiver:
+        endpoint = hooks_client.webhooks.create(url=receiver.url, name="f", event_types=["batch.failed"])
+        other = hooks_client.webhooks.create(url=receiver.url, name="c", event_types=["batch.completed"])
+        batch = _failed_batch(hooks_client)
+        receiver.wait_for(1)
+        time.sleep(1.0)  # nothing else arrives: the completed-only endpoint is not told
+        (event,) = receiver.events(endpoint.signing_secret)
+        assert event.type == "batch.failed" and event.data.id == batch.id and event.object == "event"
+        assert event.id.startswith("evt_") and abs(event.created_at - batch.failed_at) <= 1
+        assert receiver.deliveries[0].headers["webhook-id"] == event.id
+        with pytest.raises(openai.InvalidWebhookSignatureError):
+            receiver.events(other.signing_secret)
+
+
+def test_receiver_failing_twice_gets_the_same_webhook_id_three_times(hooks_client):
+    with WebhookReceiver(statuses=[500, 500, 200]) as receiver:
+        endpoint = hooks_client.webhooks.create(url=receiver.url, name="r", event_types=["batch.failed"])
+        batch = _failed_batch(hooks_client)
+        deliveries = receiver.wait_for(3, timeout=30)
+        time.sleep(1.5)  # and no fourth after the 200
+        assert [d.answered for d in receiver.deliveries] == [500, 500, 200]
+        assert len({d.headers["webhook-id"] for d in deliveries}) == 1
+        assert len({d.body for d in deliveries}) == 1
+        events = receiver.events(endpoint.signing_secret)
+        assert {e.data.id for e in events} == {batch.id}
+        # Backoff: the second retry waited longer than the first.
+        stamps = [int(d.headers["webhook-timestamp"]) for d in deliveries]
+        assert stamps == sorted(stamps)
+        assert hooks_client.webhooks.retrieve(endpoint.id).status == "enabled"
+
+
+def test_endpoint_failing_for_long_is_disabled_and_can_be_enabled_again(hooks_client):
+    with WebhookReceiver(statuses=[503] * 1000) as receiver:
+        endpoint = hooks_client.webhooks.create(url=receiver.url, name="d", event_types=["batch.failed"])
+        _failed_batch(hooks_client)
+        deadline = time.monotonic() + 30
+        while (current := hooks_client.webhooks.retrieve(endpoint.id)).status != "disabled":
+            assert time.monotonic() < deadline, "the failing endpoint was not disabled"
+            time.sleep(0.2)
+        assert current.disabled_reason and [e.status for e in hooks_client.webhooks.list()] == ["disabled"]
+        attempts = len(receiver.deliveries)
+        time.sleep(1.5)
+        assert len(receiver.deliveries) == attempts  # a disabled endpoint gets nothing
+
+        receiver.statuses.clear()
+        enabled = hooks_client.webhooks.update(endpoint.id, extra_body={"status": "enabled"})
+        assert enabled.status == "enabled" and enabled.disabled_reason is None
+        receiver.wait_for(attempts + 1)
+        assert receiver.deliveries[-1].answered == 200
+
+
+def test_kill_between_terminal_status_and_delivery_still_delivers(tmp_path, database_factory):
+    """SIGKILL after the sender claimed the event but before it sent anything; the restarted
+    server re-sends it once the claim's lease runs out."""
+    data_dir, database_url = tmp_path / "data", database_factory()
+    env = {"BATCHD_API_KEYS": API_KEYS_ENV, **WEBHOOK_TEST_ENV, "BATCHD_WEBHOOK_TIMEOUT_SECONDS": "1"}
+    first = ServerProcess(data_dir, database_url, env={**env, "BATCHD_TEST_FAULT": "webhook_sending"}).start()
+    second = None
+    try:
+        with WebhookReceiver() as receiver:
+            client = project_client(first)
+            endpoint = client.webhooks.create(url=receiver.url, name="k", event_types=["batch.failed"])
+            batch = _failed_batch(client)
+            deadline = time.monotonic() + 30
+            while not (data_dir / "fault-webhook_sending").exists():
+                assert time.monotonic() < deadline, first.log()[-2000:]
+                time.sleep(0.05)
+            first.kill()
+            assert receiver.deliveries == []
+
+            second = ServerProcess(data_dir, database_url, env=env).start()
+            (delivery,) = receiver.wait_for(1, timeout=30)
+            (event,) = receiver.events(endpoint.signing_secret)
+            assert event.type == "batch.failed" and event.data.id == batch.id
+            time.sleep(1.0)
+            assert len(receiver.deliveries) == 1
+            remove_endpoints(project_client(second))
+    finally:
+        first.kill()
+        if second is not None:
+            second.stop()
