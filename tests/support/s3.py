@@ -3,11 +3,35 @@ injection only: what objects and unfinished multipart uploads a bucket holds."""
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
+
 import botocore.session
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from tests.support.seaweedfs import ACCESS_KEY, REGION, SECRET_KEY
+from tests.support.seaweedfs import ACCESS_KEY, REGION, SECRET_KEY, SeaweedFS
+
+
+@dataclass(frozen=True)
+class S3Location:
+    """Where one test server keeps its blobs: a bucket of its own, under a key prefix."""
+
+    server: SeaweedFS
+    bucket: str
+    prefix: str = "blobs"
+
+    @classmethod
+    def fresh(cls, server: SeaweedFS) -> "S3Location":
+        location = cls(server, f"batchd-{uuid.uuid4().hex[:12]}")
+        ensure_bucket(server, location.bucket)
+        return location
+
+    def env(self) -> dict[str, str]:
+        return self.server.env(self.bucket, self.prefix)
+
+    def contents(self) -> tuple[list[str], list[str]]:
+        return contents(self.server, self.bucket, self.prefix)
 
 
 def client(s3server):
