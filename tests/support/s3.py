@@ -3,6 +3,7 @@ injection only: what objects and unfinished multipart uploads a bucket holds."""
 
 from __future__ import annotations
 
+import functools
 import uuid
 from dataclasses import dataclass
 
@@ -35,8 +36,14 @@ class S3Location:
 
 
 def client(s3server):
+    return _client(s3server.endpoint_url)
+
+
+@functools.cache
+def _client(endpoint_url: str):
+    # Cached: making a botocore client loads its service model, about a second on a busy VM.
     return botocore.session.get_session().create_client(
-        "s3", endpoint_url=s3server.endpoint_url, region_name=REGION,
+        "s3", endpoint_url=endpoint_url, region_name=REGION,
         aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
         config=Config(retries={"max_attempts": 2}),
     )
