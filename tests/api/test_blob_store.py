@@ -13,6 +13,7 @@ import pytest
 from tests.support import db
 from tests.support.s3 import S3Location
 from tests.support.server import ServerProcess
+from tests.support.uploads import upload_head
 
 MB = 1024 * 1024
 # Over the S3 store's 8 MiB part size, so a multipart upload has begun when the upload stops.
@@ -45,18 +46,8 @@ def test_over_the_limit_after_parts_were_sent_is_413_and_leaves_nothing(part_ser
 
 def test_upload_cut_off_mid_body_leaves_nothing(part_server):
     before = db.blob_files(part_server)
-    boundary = "b0undary"
-    head = (
-        f"--{boundary}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nuser_data\r\n"
-        f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n"
-        "Content-Type: application/octet-stream\r\n\r\n"
-    ).encode()
     with socket.create_connection(("127.0.0.1", part_server.port)) as sock:
-        sock.sendall(
-            "POST /v1/files HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer any\r\n"
-            f"Content-Type: multipart/form-data; boundary={boundary}\r\n"
-            f"Content-Length: {len(head) + 40 * MB}\r\n\r\n".encode() + head
-        )
+        sock.sendall(upload_head(40 * MB))
         for _ in range(20):
             sock.sendall(b"x" * MB)
         # Mid-stream: a temp file (local) or a multipart upload with parts in it (S3) exists now.
