@@ -14,7 +14,7 @@ from app.config import Settings
 def _settings(args: argparse.Namespace) -> Settings:
     overrides = {
         name: value
-        for name in ("host", "port", "data_dir", "database_url", "models", "model_config_file")
+        for name in ("host", "port", "data_dir", "database_url", "storage_url", "models", "model_config_file")
         if (value := getattr(args, name, None)) is not None
     }
     if getattr(args, "no_models", False):
@@ -125,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="bind address (env BATCHD_HOST, default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (env BATCHD_PORT, default 8000)")
     _add_storage_flags(serve)
+    serve.add_argument("--storage-url", help="where file blobs live: a directory or s3://bucket/prefix "
+                       "(env BATCHD_STORAGE_URL; default <data-dir>/blobs; S3 endpoint for non-AWS "
+                       "servers in BATCHD_S3_ENDPOINT_URL)")
     serve.add_argument(
         "--model", dest="models", action="append", metavar="SPEC",
         help="model to serve: a local path or hub id, or served-name=path (repeatable; "

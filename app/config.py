@@ -20,10 +20,16 @@ class Settings(BaseSettings):
     data_dir: Path = Path("./data")
     # Empty means SQLite at <data_dir>/batchd.db.
     database_url: str = ""
-    # Where file bytes live: a directory, or s3://bucket/prefix. Empty means <data_dir>/blobs.
+    # Where file bytes live: a directory, or s3://bucket/prefix (AWS credentials and region from
+    # the standard environment variables and chain). Empty means <data_dir>/blobs.
     storage_url: str = ""
     # Comma-separated `key` or `key=project`; empty (and no keys in the database) = open mode.
     api_keys: str = ""
+    # For S3-compatible servers other than AWS (SeaweedFS, MinIO, ...).
+    s3_endpoint_url: str = ""
+    # Blobs without a live file row are removed once older than this (in-flight uploads of other
+    # replicas commit their blob a moment before their row).
+    orphan_blob_min_age: float = Field(default=3600.0, ge=0)
     # Keyed-hash secret for stored API keys; empty means <data_dir>/secret.key (created once).
     secret_key: str = ""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from contextlib import asynccontextmanager, suppress
 
 from fastapi import APIRouter, Depends, FastAPI
@@ -19,6 +20,7 @@ from app.metrics import HttpMetricsMiddleware
 from app.openapi import install_openapi
 from app.request_id import RequestIdMiddleware
 from app.services.auth import Authenticator
+from app.services.blob_reconcile import remove_orphan_blobs
 from app.services.files import purge_tombstones, sweep_expired
 from app.storage import BlobStore, open_store
 from app.webhooks.delivery import WebhookSender
@@ -29,9 +31,11 @@ log = logging.getLogger("batchd")
 
 # Temp files younger than this may belong to another server process sharing the data dir.
 STALE_TEMP_SECONDS = 3600
+RECONCILE_INTERVAL_SECONDS = 3600
 
 
 async def _sweep_forever(db: Database, store: BlobStore, settings: Settings) -> None:
+    next_reconcile = 0.0
     while True:
         try:
             swept = await sweep_expired(db, store)
@@ -40,6 +44,11 @@ async def _sweep_forever(db: Database, store: BlobStore, settings: Settings) -> 
             purged = await purge_tombstones(db, settings.tombstone_grace_seconds)
             if purged:
                 log.info("purged %d deleted-file records past their grace period", purged)
+            # Listing the whole store is not free: at start, then hourly.
+            if time.monotonic() >= next_reconcile:
+                await store.sweep_temp(older_than_seconds=STALE_TEMP_SECONDS)
+                await remove_orphan_blobs(db, store, settings.orphan_blob_min_age)
+                next_reconcile = time.monotonic() + RECONCILE_INTERVAL_SECONDS
         except Exception:
             log.exception("expired-file sweep failed; will retry")
         await asyncio.sleep(settings.sweep_interval)

@@ -1,5 +1,5 @@
 """Shared fixtures: every user-facing test runs against a real `batchd serve` subprocess, once
-with SQLite and once with Postgres (`backend` parameter)."""
+with SQLite + local blobs and once with Postgres + S3 (`backend` parameter; see BACKENDS)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import pytest
 
 from tests.support import postgres
 from tests.support.engines import eager_config
+from tests.support.s3 import S3Location
+from tests.support.seaweedfs import SeaweedFS
 from tests.support.server import ServerProcess
 
 # CI sets this: Postgres tests must run there, never skip.
@@ -23,9 +25,48 @@ WEBHOOK_TEST_ENV = {"BATCHD_WEBHOOK_ALLOW_HOSTS": "127.0.0.1", "BATCHD_WEBHOOK_R
 API_KEYS_ENV = ",".join(f"{k}={p}" for k, p in KEYS.items())
 
 
-@pytest.fixture(scope="session", params=["sqlite", "postgres"])
+# Backends: a database and a blob store. Every test that takes one runs on SQLite + the local
+# directory and on Postgres + S3 (SeaweedFS); tests of the no-model servers (Files and Batches API
+# suites, cheap to repeat) also run on Postgres + the local directory. Model servers, the costly
+# part, thus start once per database, and the Postgres one stores its blobs in S3.
+BACKENDS = ["sqlite", "postgres-s3"]
+CHEAP_BACKENDS = ["sqlite", "postgres", "postgres-s3"]
+
+
+def pytest_generate_tests(metafunc):
+    if "backend" in metafunc.fixturenames:
+        cheap = "server" in metafunc.fixturenames or metafunc.definition.get_closest_marker("all_backends")
+        metafunc.parametrize("backend", CHEAP_BACKENDS if cheap else BACKENDS, indirect=True, scope="session")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "all_backends: also run on Postgres with local blobs")
+
+
+@pytest.fixture(scope="session")
 def backend(request) -> str:
     return request.param
+
+
+@pytest.fixture(scope="session")
+def seaweedfs(tmp_path_factory):
+    """One SeaweedFS (S3) server for the session, started the first time a test needs S3."""
+    server = SeaweedFS(tmp_path_factory.mktemp("seaweedfs")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def storage_factory(backend, request):
+    """Returns a function giving a fresh blob store for one server: None for the local directory,
+    else an S3 location (its own bucket, so a test can list everything a server left there)."""
+
+    def make() -> S3Location | None:
+        if not backend.endswith("-s3"):
+            return None
+        return S3Location.fresh(request.getfixturevalue("seaweedfs"))
+
+    return make
 
 
 @pytest.fixture(scope="session")
@@ -51,13 +92,13 @@ def database_factory(backend):
 
 
 @pytest.fixture(scope="session")
-def start_server(tmp_path_factory, database_factory):
+def start_server(tmp_path_factory, database_factory, storage_factory):
     """Start a server with extra env; stopped at the end of the session."""
     servers: list[ServerProcess] = []
 
     def start(env: dict[str, str] | None = None, **kwargs) -> ServerProcess:
         data_dir = tmp_path_factory.mktemp("batchd")
-        server = ServerProcess(data_dir, database_factory(), env=env, **kwargs).start()
+        server = ServerProcess(data_dir, database_factory(), env=env, s3=storage_factory(), **kwargs).start()
         servers.append(server)
         return server
 
@@ -103,6 +144,6 @@ def model_client(model_server) -> openai.OpenAI:
 
 
 @pytest.fixture(scope="session")
-def replica_storage_env(tmp_path_factory) -> dict[str, str]:
-    """Blob storage every replica of a test cluster shares."""
-    return {"BATCHD_STORAGE_URL": str(tmp_path_factory.mktemp("shared-blobs"))}
+def replica_storage_env(seaweedfs) -> dict[str, str]:
+    """The one bucket every replica of a test cluster shares."""
+    return S3Location.fresh(seaweedfs).env()

@@ -80,8 +80,10 @@ class FileService:
     ) -> File:
         if content_length is not None and content_length > self.settings.max_file_bytes + MULTIPART_OVERHEAD_BYTES:
             raise self._too_large(None)
+        # The id comes first so the blob streams straight to its final place (an S3 key).
+        file_id = new_file_id()
         received = await receive_upload(
-            body, content_type, self.store.new_writer, self._limit_for, self._too_large
+            body, content_type, lambda: self.store.new_writer(project, file_id), self._limit_for, self._too_large
         )
         blob = received.blob
         try:
@@ -98,7 +100,7 @@ class FileService:
         if expires_after is None and purpose == "batch":
             expires_after = BATCH_FILE_TTL_SECONDS
         file = File(
-            id=new_file_id(),
+            id=file_id,
             project=project,
             filename=filename,
             purpose=purpose,

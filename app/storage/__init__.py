@@ -8,7 +8,15 @@ from app.storage.local import LocalBlobStore
 
 
 def open_store(settings: Settings) -> BlobStore:
-    """The store the settings name: a local directory by default."""
+    """The store the settings name: the data dir's blob directory by default, a local directory
+    for a path, a bucket for s3://bucket/prefix."""
+    url = settings.storage_url.strip()
+    if url.startswith("s3://"):
+        from app.storage.s3 import S3BlobStore  # aiobotocore loads only when S3 is used
+
+        return S3BlobStore(url, settings.s3_endpoint_url)
+    if "://" in url:
+        raise ValueError(f"unsupported storage URL {url!r}: use s3://bucket/prefix or a directory")
     return LocalBlobStore(settings.blob_dir)
 
 

@@ -31,7 +31,9 @@ class BlobWriter(Protocol):
 
 
 class BlobStore(Protocol):
-    def new_writer(self) -> BlobWriter: ...
+    def new_writer(self, project: str | None = None, file_id: str | None = None) -> BlobWriter:
+        """A writer for new bytes. Name the file when its id is already known: on S3 the upload
+        then goes straight to its key instead of being copied there at commit."""
 
     async def commit(self, writer: BlobWriter, project: str, file_id: str) -> None:
         """Make the written bytes the blob of `file_id`, durably; on failure nothing is left."""
@@ -43,6 +45,15 @@ class BlobStore(Protocol):
         """Remove the blob; a missing blob is not an error."""
 
     async def exists(self, project: str, file_id: str) -> bool: ...
+
+    def blob_name(self, project: str, file_id: str) -> str:
+        """The name list_blobs() reports for this file's blob."""
+
+    def list_blobs(self, older_than_seconds: float) -> AsyncIterator[str]:
+        """Names of committed blobs last written more than `older_than_seconds` ago."""
+
+    async def delete_named(self, name: str) -> None:
+        """Remove the blob list_blobs() named; a missing blob is not an error."""
 
     async def sweep_temp(self, older_than_seconds: float) -> int:
         """Remove partial writes left by a process that died mid-upload."""

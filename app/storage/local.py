@@ -67,14 +67,39 @@ class LocalBlobStore:
         (self.root / FILES_DIR).mkdir(parents=True, exist_ok=True)
 
     def _path(self, project: str, file_id: str) -> Path:
-        digest = _digest(file_id)
-        path = self.root / FILES_DIR / _digest(project)[:16] / digest[:2] / digest
+        return self._named(self.blob_name(project, file_id))
+
+    def _named(self, name: str) -> Path:
+        path = self.root / name
         # Defence in depth: every component is server-made, but never leave the root.
-        if not path.resolve().is_relative_to(self.root):
+        if not path.resolve().is_relative_to(self.root / FILES_DIR):
             raise ValueError("blob path escapes the store")
         return path
 
-    def new_writer(self) -> LocalBlobWriter:
+    def blob_name(self, project: str, file_id: str) -> str:
+        digest = _digest(file_id)
+        return f"{FILES_DIR}/{_digest(project)[:16]}/{digest[:2]}/{digest}"
+
+    async def list_blobs(self, older_than_seconds: float) -> AsyncIterator[str]:
+        cutoff = time.time() - older_than_seconds
+
+        def old_blobs() -> list[str]:
+            found = []
+            for path in (self.root / FILES_DIR).glob("*/*/*"):
+                try:
+                    if path.is_file() and path.stat().st_mtime <= cutoff:
+                        found.append(path.relative_to(self.root).as_posix())
+                except FileNotFoundError:
+                    pass
+            return found
+
+        for name in await asyncio.to_thread(old_blobs):
+            yield name
+
+    async def delete_named(self, name: str) -> None:
+        await asyncio.to_thread(self._named(name).unlink, True)
+
+    def new_writer(self, project: str | None = None, file_id: str | None = None) -> LocalBlobWriter:
         return LocalBlobWriter(self.root / TEMP_DIR / f"{uuid.uuid4().hex}.tmp")
 
     async def commit(self, writer: LocalBlobWriter, project: str, file_id: str) -> None:
@@ -119,7 +144,7 @@ class LocalBlobStore:
         return self._path(project, file_id).is_file()
 
     async def delete(self, project: str, file_id: str) -> None:
-        await asyncio.to_thread(self._path(project, file_id).unlink, True)
+        await self.delete_named(self.blob_name(project, file_id))
 
     async def sweep_temp(self, older_than_seconds: float = 0) -> int:
         """Remove temp files left by uploads that died with the process."""

@@ -43,7 +43,9 @@ class _Assembled:
 
 
 async def _assemble(ctx: WorkerContext, batch: Batch, code: str, message: str) -> _Assembled:
-    out = _Assembled(ctx.store.new_writer(), ctx.store.new_writer())
+    # Named up front: on S3 each file streams straight to its final key (no copy at commit).
+    out = _Assembled(ctx.store.new_writer(batch.project, result_file_id(batch.id, "output")),
+                     ctx.store.new_writer(batch.project, result_file_id(batch.id, "error")))
     try:
         async with ctx.db.read() as session:
             rows = BatchRepository(session).stream_lines(batch.id)

@@ -12,6 +12,7 @@ import pytest
 
 from tests.support import db
 from tests.support.server import ServerProcess
+from tests.support.uploads import upload_head
 
 MB = 1024 * 1024
 
@@ -67,23 +68,8 @@ def test_file_over_the_global_limit_is_413_before_reading(small_client, small_se
 
 def test_aborted_upload_leaves_no_row_and_no_blob(small_server):
     rows, blobs = _file_rows(small_server), db.blob_files(small_server)
-    boundary = "b0undary"
-    head = (
-        f"--{boundary}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nuser_data\r\n"
-        f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n"
-        "Content-Type: application/octet-stream\r\n\r\n"
-    ).encode()
-    body_length = len(head) + 3 * MB
     with socket.create_connection(("127.0.0.1", small_server.port)) as sock:
-        sock.sendall(
-            (
-                "POST /v1/files HTTP/1.1\r\nHost: localhost\r\n"
-                f"Content-Type: multipart/form-data; boundary={boundary}\r\n"
-                f"Content-Length: {body_length}\r\n\r\n"
-            ).encode()
-            + head
-            + b"x" * MB
-        )
+        sock.sendall(upload_head(3 * MB) + b"x" * MB)
         time.sleep(0.5)  # the server is now mid-stream, with a temp file open
     deadline = time.monotonic() + 10
     while db.blob_files(small_server) != blobs and time.monotonic() < deadline:

@@ -91,7 +91,7 @@ def test_temperature_zero_is_deterministic(model_client):
     assert len(contents) == 1
 
 
-def test_mixed_batch_with_an_overlong_prompt_completes(model_client):
+def test_mixed_batch_with_an_overlong_prompt_completes(model_client, model_server):
     too_long = " ".join(str(i) for i in range(4000))
     lines = [chat_line(f"ok-{i}") for i in range(5)] + [chat_line("too-long", too_long)]
     done = wait_for(model_client, create(model_client, lines).id)
@@ -107,6 +107,9 @@ def test_mixed_batch_with_an_overlong_prompt_completes(model_client):
     assert "context" in failure["response"]["body"]["error"]["message"].lower() or \
         "length" in failure["response"]["body"]["error"]["message"].lower()
     assert model_client.files.retrieve(done.error_file_id).filename == f"{done.id}_error.jsonl"
+    # Both files were written to the server's store (the bucket, on the S3 backend).
+    assert db.has_blob(model_server, "proj-a", done.output_file_id)
+    assert db.has_blob(model_server, "proj-a", done.error_file_id)
 
 
 def _long_lines(n: int, prefix: str = "slow") -> list[dict]:

@@ -18,9 +18,9 @@ LINES = 2000
 
 
 @pytest.fixture
-def restartable(tmp_path, database_factory):
+def restartable(tmp_path, database_factory, storage_factory):
     data_dir = tmp_path / "data"
-    database_url = database_factory()
+    database_url, s3 = database_factory(), storage_factory()
     servers: list[ServerProcess] = []
     config = eager_config(tmp_path / "models.json", {CHAT_MODEL: {}})
 
@@ -30,7 +30,7 @@ def restartable(tmp_path, database_factory):
         env = {"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_LEASE_SECONDS": "3"}
         if fault:
             env["BATCHD_TEST_FAULT"] = fault
-        server = ServerProcess(data_dir, database_url, env=env, models=True,
+        server = ServerProcess(data_dir, database_url, env=env, models=True, s3=s3,
                                args=["--model", CHAT_MODEL, "--config", str(config)])
         servers.append(server.start())
         return server

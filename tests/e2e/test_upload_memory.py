@@ -1,4 +1,5 @@
-"""A 300 MB upload streams to disk: the server's memory does not grow with the file."""
+"""A 300 MB upload streams to the store (disk, or an S3 multipart upload): the server's memory
+does not grow with the file."""
 
 from __future__ import annotations
 
@@ -8,14 +9,17 @@ import openai
 import pytest
 
 from tests.support.rss import PeakRss
+from tests.support.s3 import S3Location
 from tests.support.server import ServerProcess
 
 MB = 1024 * 1024
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    server = ServerProcess(tmp_path_factory.mktemp("memory")).start()
+@pytest.fixture(scope="module", params=["local", "s3"])
+def server(request, tmp_path_factory):
+    """SQLite and, in turn, each blob store: the local directory and an S3 bucket."""
+    s3 = S3Location.fresh(request.getfixturevalue("seaweedfs")) if request.param == "s3" else None
+    server = ServerProcess(tmp_path_factory.mktemp("memory"), s3=s3).start()
     yield server
     server.stop()
 

@@ -7,6 +7,8 @@ import asyncio
 from sqlalchemy import text
 
 from app.db.engine import Database
+from app.storage.local import LocalBlobStore
+from app.storage.s3 import S3BlobStore
 from tests.support.server import ServerProcess
 
 
@@ -30,6 +32,19 @@ def execute(server: ServerProcess, sql: str, **params) -> list[tuple]:
 
 
 def blob_files(server: ServerProcess) -> list:
-    """Every committed blob and every temp file currently in the server's store."""
+    """Every committed blob and every partial write currently in the server's store: files under
+    its blob directory, or its bucket's objects and unfinished multipart uploads."""
+    if server.s3 is not None:
+        objects, uploads = server.s3.contents()
+        return objects + [f"(multipart upload) {key}" for key in uploads]
     root = server.data_dir / "blobs"
     return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+def has_blob(server: ServerProcess, project: str, file_id: str) -> bool:
+    """Whether the server's store holds the committed blob of `file_id` (named the store's way)."""
+    if server.s3 is not None:
+        store = S3BlobStore(f"s3://{server.s3.bucket}/{server.s3.prefix}")
+        return store.blob_name(project, file_id) in blob_files(server)
+    root = (server.data_dir / "blobs").resolve()
+    return (root / LocalBlobStore(root).blob_name(project, file_id)).is_file()

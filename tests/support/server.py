@@ -32,10 +32,13 @@ class ServerProcess:
         env: dict[str, str] | None = None,
         args: list[str] | None = None,
         models: bool = False,
+        s3=None,
     ) -> None:
         self.data_dir = data_dir
         self.database_url = database_url
-        self.env = env or {}
+        # An S3Location (tests/support/s3.py) when the blobs go to a bucket, else None (local).
+        self.s3 = s3
+        self.env = {**(s3.env() if s3 is not None else {}), **(env or {})}
         # Without engines a server starts in about a second; the Files API needs none.
         self.args = (args or []) + ([] if models else ["--no-models"])
         self.port = free_port()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 from sqlalchemy import Select, delete, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -84,3 +84,9 @@ class FileRepository:
             delete(File).where(File.deleted_at.is_not(None), File.deleted_at < deleted_before)
         )
         return result.rowcount
+
+    async def live_ids(self) -> AsyncIterator[tuple[str, str]]:
+        """(project, id) of every file not deleted, streamed: what the blob store may hold."""
+        result = await self.session.stream(select(File.project, File.id).where(File.deleted_at.is_(None)))
+        async for project, file_id in result:
+            yield project, file_id

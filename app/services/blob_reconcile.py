@@ -1,0 +1,31 @@
+"""Orphan blobs: a blob can outlive its file row when the process dies between a delete's commit
+and the blob's removal, or between an upload's blob commit and its row's commit. This pass
+removes every blob that no live row names, once it is old enough that no upload (of this or
+another replica) can still be about to commit its row."""
+
+from __future__ import annotations
+
+import logging
+
+from app.db.engine import Database
+from app.db.repositories.files import FileRepository
+from app.storage.base import BlobStore
+
+log = logging.getLogger("batchd.storage")
+
+
+async def remove_orphan_blobs(db: Database, store: BlobStore, min_age_seconds: float) -> int:
+    """Delete blobs older than `min_age_seconds` that belong to no live file; returns how many."""
+    # Blobs first, rows second: a row committed after the listing is still seen, so a blob
+    # that just got its row is never taken for an orphan.
+    candidates = {name async for name in store.list_blobs(min_age_seconds)}
+    if not candidates:
+        return 0
+    async with db.read() as session:
+        async for project, file_id in FileRepository(session).live_ids():
+            candidates.discard(store.blob_name(project, file_id))
+    for name in candidates:
+        await store.delete_named(name)
+    if candidates:
+        log.warning("removed %d orphan blobs (no live file row)", len(candidates))
+    return len(candidates)

