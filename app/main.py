@@ -21,6 +21,7 @@ from app.request_id import RequestIdMiddleware
 from app.services.auth import Authenticator
 from app.services.files import purge_tombstones, sweep_expired
 from app.storage import BlobStore, open_store
+from app.ui import install_ui
 from app.webhooks.delivery import WebhookSender
 from app.worker.context import WorkerContext
 from app.worker.runner import Worker
@@ -118,4 +119,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(v1)
     app.include_router(health.router)
     app.include_router(metrics_api.router)
+    install_ui(app)
     return app
