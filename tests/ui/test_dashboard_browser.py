@@ -57,6 +57,11 @@ def browser(model_server, downloads):
     assert not severe, severe
 
 
+def _click(browser, css: str) -> None:
+    """Finds and clicks in one try: list rows are redrawn every second and may go stale."""
+    eventually(lambda: browser.find_element(By.CSS_SELECTOR, css).click() or True, what=css)
+
+
 def _go(browser, fragment: str) -> None:
     browser.get(f"{browser.ui}#{fragment}")
 
@@ -95,12 +100,12 @@ def _watch(browser, state, batch_id: str, until, timeout: float = 180) -> list[t
 
 
 def test_batch_runs_to_completed_with_moving_progress_and_output_download(browser, model_client, downloads):
-    lines = 800
-    batch = create(model_client, [chat_line(f"ui-{i}", f"dashboard line {i}", max_tokens=24) for i in range(lines)])
+    lines = 400
+    batch = create(model_client, [chat_line(f"ui-{i}", f"dashboard line {i}", max_tokens=16) for i in range(lines)])
     assert batch.status == "validating"
     _go(browser, "/batches")
     on_list = _watch(browser, _row_state, batch.id, lambda status, done: status == "completed" or done > 0)
-    browser.find_element(By.CSS_SELECTOR, f'a[href="#/batch/{batch.id}"]').click()
+    _click(browser, f'a[href="#/batch/{batch.id}"]')
     on_page = _watch(browser, _page_state, batch.id, lambda status, done: status == "completed")
     seen = on_list + on_page
     print('dashboard showed', seen)
@@ -116,11 +121,11 @@ def test_batch_runs_to_completed_with_moving_progress_and_output_download(browse
 
     done = model_client.batches.retrieve(batch.id)
     expected = model_client.files.content(done.output_file_id).content
-    eventually(lambda: browser.find_element(By.CSS_SELECTOR, 'button[data-download="output"]'), what="download").click()
+    _click(browser, 'button[data-download="output"]')
     target = downloads / f"{batch.id}_output.jsonl"
     eventually(lambda: target.exists() and target.stat().st_size == len(expected), what=str(target))
     assert target.read_bytes() == expected
-    assert not browser.find_elements(By.ID, "cancel-batch")  # nothing to cancel once finished
+    assert not browser.find_element(By.ID, "cancel-batch").is_displayed()  # nothing to cancel once finished
     if SCREENSHOT_DIR:
         _screenshot(browser, Path(SCREENSHOT_DIR) / "dashboard-batch.png")
 
@@ -135,7 +140,7 @@ def test_cancel_a_running_batch_from_its_page(browser, model_client):
     batch = create(model_client, [chat_line(f"c-{i}", f"cancel me {i}", max_tokens=48) for i in range(1500)])
     wait_for(model_client, batch.id, statuses={"in_progress"}, timeout=60)
     _go(browser, f"/batch/{batch.id}")
-    eventually(lambda: browser.find_element(By.ID, "cancel-batch"), what="the cancel button").click()
+    _click(browser, "#cancel-batch:not([hidden])")
     eventually(lambda: browser.switch_to.alert, what="the confirm dialog").accept()
     eventually(lambda: model_client.batches.retrieve(batch.id).status in ("cancelling", "cancelled"),
                what="cancelling via the API")
@@ -144,7 +149,7 @@ def test_cancel_a_running_batch_from_its_page(browser, model_client):
     assert final.request_counts.completed < 1500  # the rest count as failed (batch_cancelled)
     eventually(lambda: _page_state(browser, batch.id) and _page_state(browser, batch.id)[0] == "cancelled",
                what="the page showing cancelled")
-    assert not browser.find_elements(By.ID, "cancel-batch")
+    assert not browser.find_element(By.ID, "cancel-batch").is_displayed()
 
 
 def test_upload_by_picker_then_download_and_delete(browser, model_client, tmp_path, downloads):
@@ -161,12 +166,11 @@ def test_upload_by_picker_then_download_and_delete(browser, model_client, tmp_pa
     assert (stored.filename, stored.purpose, stored.bytes) == ("dashboard-notes.txt", "user_data", len(data))
     assert model_client.files.content(file_id).content == data
 
-    row = eventually(lambda: browser.find_element(By.CSS_SELECTOR, f'tr[data-file-id="{file_id}"]'), what="row")
-    row.find_element(By.CSS_SELECTOR, "button.download").click()
+    _click(browser, f'tr[data-file-id="{file_id}"] button.download')
     target = downloads / "dashboard-notes.txt"
     eventually(lambda: target.exists() and target.read_bytes() == data, what="the downloaded copy")
 
-    browser.find_element(By.CSS_SELECTOR, f'tr[data-file-id="{file_id}"] button.delete').click()
+    _click(browser, f'tr[data-file-id="{file_id}"] button.delete')
     eventually(lambda: browser.switch_to.alert, what="the confirm dialog").accept()
     eventually(lambda: not browser.find_elements(By.CSS_SELECTOR, f'tr[data-file-id="{file_id}"]'), what="row gone")
     with pytest.raises(openai.NotFoundError):

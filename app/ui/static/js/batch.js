@@ -20,13 +20,24 @@ const TIMELINE = [
 ];
 
 export function batchPage(root, ctx, batchId) {
-  const body = h("div", {}, h("p", { class: "muted" }, "Loading…"));
+  // The title row and the files table persist between refreshes, so the cancel and download
+  // buttons are never swapped out under a click; the rest is redrawn every second.
+  const status = h("span", { id: "batch-status" });
   const message = h("div", { id: "batch-message" });
-  replace(root, h("p", {}, h("a", { href: "#/batches" }, "← Batches")), message, body);
+  const showError = (error) => replace(message, errorBox(error));
+  let batch = null;
+  const cancelButton = h("button", { id: "cancel-batch", class: "danger", type: "button", hidden: true,
+    onclick: () => cancel(batch, message, ctx) }, "Cancel batch");
+  const body = h("div", {}, h("p", { class: "muted" }, "Loading…"));
+  const filesSection = h("div", { id: "batch-files" });
+  const page = h("div", { id: "batch", dataset: { batchId } },
+    h("div", { class: "title-row" }, h("h1", {}, batchId), status, h("span", { class: "spacer" }), cancelButton),
+    message, body, filesSection);
+  replace(root, h("p", {}, h("a", { href: "#/batches" }, "← Batches")), page);
   const files = new Map(); // file id -> file object (metadata fetched once)
+  let shownFiles = null;
 
   ctx.loop(async () => {
-    let batch;
     try {
       batch = await api(`/batches/${encodeURIComponent(batchId)}`);
     } catch (error) {
@@ -35,7 +46,15 @@ export function batchPage(root, ctx, batchId) {
     }
     sample(batch);
     await loadFiles(batch, files);
-    replace(body, render(batch, files, () => cancel(batch, message, ctx), (error) => replace(message, errorBox(error))));
+    page.dataset.status = batch.status;
+    replace(status, statusBadge(batch.status));
+    cancelButton.hidden = !CANCELLABLE.has(batch.status);
+    replace(body, render(batch));
+    const fileKey = [batch.input_file_id, batch.output_file_id, batch.error_file_id].join("|");
+    if (fileKey !== shownFiles) {
+      replace(filesSection, h("h2", {}, "Files"), fileTable(batch, files, showError));
+      shownFiles = fileKey;
+    }
     return isActive(batch) ? REFRESH_MS : null;
   });
 }
@@ -65,23 +84,13 @@ async function cancel(batch, message, ctx) {
   ctx.refresh();
 }
 
-function render(batch, files, onCancel, onError) {
+function render(batch) {
   const { total, completed, failed } = batch.request_counts;
   const usage = batch.usage;
   const chart = throughputSeries(batch);
   return h(
     "div",
-    { id: "batch", dataset: { batchId: batch.id, status: batch.status } },
-    h(
-      "div",
-      { class: "title-row" },
-      h("h1", {}, batch.id),
-      h("span", { id: "batch-status" }, statusBadge(batch.status)),
-      h("span", { class: "spacer" }),
-      CANCELLABLE.has(batch.status)
-        ? h("button", { id: "cancel-batch", class: "danger", type: "button", onclick: onCancel }, "Cancel batch")
-        : null,
-    ),
+    {},
     h("p", { class: "muted" }, `${batch.endpoint} · ${batch.model || "model not known yet"} · window ${batch.completion_window}`),
     h(
       "section",
@@ -106,8 +115,6 @@ function render(batch, files, onCancel, onError) {
         throughputChart(chart.series, chart.sampled ? "lines/s, sampled while this page is open" : "lines/s, run average"),
       ),
     ),
-    h("h2", {}, "Files"),
-    fileTable(batch, files, onError),
     batch.errors ? validationErrors(batch.errors.data) : null,
     batch.metadata && Object.keys(batch.metadata).length
       ? [h("h2", {}, "Metadata"), h("dl", { class: "kv" }, Object.entries(batch.metadata).map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]))]
