@@ -66,20 +66,21 @@ def _go(browser, fragment: str) -> None:
     browser.get(f"{browser.ui}#{fragment}")
 
 
-def _row_state(browser, batch_id: str) -> tuple[str, int] | None:
-    rows = browser.find_elements(By.CSS_SELECTOR, f'tr[data-batch-id="{batch_id}"]')
-    if not rows:
+def _shown(browser, css: str) -> tuple[str, int] | None:
+    """(status, lines done) as the element at `css` (a batch row or page) shows them."""
+    found = browser.find_elements(By.CSS_SELECTOR, css)
+    if not found:
         return None
-    bar = rows[0].find_element(By.CSS_SELECTOR, '[role="progressbar"]')
-    return rows[0].get_attribute("data-status"), int(bar.get_attribute("aria-valuenow"))
+    bar = found[0].find_element(By.CSS_SELECTOR, '[role="progressbar"]')
+    return found[0].get_attribute("data-status"), int(bar.get_attribute("aria-valuenow"))
+
+
+def _row_state(browser, batch_id: str) -> tuple[str, int] | None:
+    return _shown(browser, f'tr[data-batch-id="{batch_id}"]')
 
 
 def _page_state(browser, batch_id: str) -> tuple[str, int] | None:
-    pages = browser.find_elements(By.CSS_SELECTOR, f'#batch[data-batch-id="{batch_id}"]')
-    if not pages:
-        return None
-    bar = pages[0].find_element(By.CSS_SELECTOR, '[role="progressbar"]')
-    return pages[0].get_attribute("data-status"), int(bar.get_attribute("aria-valuenow"))
+    return _shown(browser, f'#batch[data-batch-id="{batch_id}"]')
 
 
 def _watch(browser, state, batch_id: str, until, timeout: float = 180) -> list[tuple[str, int]]:
