@@ -100,16 +100,24 @@ def _watch(browser, state, batch_id: str, until, timeout: float = 180) -> list[t
     raise TimeoutError(f"{batch_id}: page showed {seen}")
 
 
-def test_batch_runs_to_completed_with_moving_progress_and_output_download(browser, model_client, downloads):
-    lines = 400
-    batch = create(model_client, [chat_line(f"ui-{i}", f"dashboard line {i}", max_tokens=16) for i in range(lines)])
+def _run_and_watch(browser, client, lines: int):
+    """Creates a batch and follows it on the list, then on its page, until it completes."""
+    batch = create(client, [chat_line(f"ui-{i}", f"dashboard line {i}", max_tokens=16) for i in range(lines)])
     assert batch.status == "validating"
     _go(browser, "/batches")
     on_list = _watch(browser, _row_state, batch.id, lambda status, done: status == "completed" or done > 0)
     _click(browser, f'a[href="#/batch/{batch.id}"]')
     on_page = _watch(browser, _page_state, batch.id, lambda status, done: status == "completed")
-    seen = on_list + on_page
-    print('dashboard showed', seen)
+    return batch, on_list + on_page
+
+
+def test_batch_runs_to_completed_with_moving_progress_and_output_download(browser, model_client, downloads):
+    # The engine's speed here varies tenfold with the machine's load: when a batch finishes
+    # between two of the page's one-second refreshes, a larger one is run.
+    for lines in (300, 1500):
+        batch, seen = _run_and_watch(browser, model_client, lines)
+        if any(0 < done < lines for _, done in seen):
+            break
     statuses = [status for status, _ in seen]
     done_values = sorted({done for _, done in seen})
     assert statuses[0] in ("validating", "in_progress") and statuses[-1] == "completed", seen

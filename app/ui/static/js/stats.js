@@ -58,12 +58,17 @@ export function eta(batch) {
 
 /** [{t, rate}] over the run: from this tab's samples; without any, the average as a flat line. */
 export function throughputSeries(batch) {
-  const list = samples.get(batch.id) || [];
+  const list = [...(samples.get(batch.id) || [])];
+  // The run started with nothing done: the stretch before this tab's first sample counts at
+  // its average rate.
+  if (batch.in_progress_at && (!list.length || list[0].t > batch.in_progress_at)) {
+    list.unshift({ t: batch.in_progress_at, done: 0 });
+  }
   const series = [];
   let previous = list[0];
   for (const point of list.slice(1)) {
-    // Over at least two seconds: refreshes come about every second and lines finish in bursts.
-    if (point.t - previous.t >= 2) {
+    // Over at least a second: lines finish in bursts.
+    if (point.t - previous.t >= 1) {
       series.push({ t: point.t, rate: Math.max(0, (point.done - previous.done) / (point.t - previous.t)) });
       previous = point;
     }
