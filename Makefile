@@ -9,7 +9,7 @@ EXTRAS ?= cpu,dev,bench
 # beside the CPU torch; text and embedding models need none of them.
 BROKEN_TORCH_ADDONS := torchvision torchaudio torchcodec
 
-.PHONY: install run test bench clean
+.PHONY: install chromium run test bench clean
 
 install: $(STAMP)
 
@@ -20,10 +20,14 @@ $(STAMP): pyproject.toml
 	-$(BIN)/pip uninstall --yes --quiet $(BROKEN_TORCH_ADDONS) 2>/dev/null
 	@touch $(STAMP)
 
+# The dashboard tests drive Debian's chromium + chromedriver; installed here when missing.
+chromium:
+	@bash scripts/ensure-chromium.sh
+
 run: install
 	$(BIN)/batchd serve --host 127.0.0.1 --port 8000 --data-dir ./data
 
-test: install
+test: install chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # All workloads, three rounds each (over four hours on 2 CPUs); a quicker run: BENCH_ARGS="--workloads W1 --rounds 1".

@@ -23,6 +23,7 @@ from app.services.auth import Authenticator
 from app.services.blob_reconcile import remove_orphan_blobs
 from app.services.files import purge_tombstones, sweep_expired
 from app.storage import BlobStore, open_store
+from app.ui import install_ui
 from app.webhooks.delivery import WebhookSender
 from app.worker.context import WorkerContext
 from app.worker.runner import Worker
@@ -127,4 +128,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(v1)
     app.include_router(health.router)
     app.include_router(metrics_api.router)
+    install_ui(app)
     return app

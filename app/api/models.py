@@ -1,4 +1,4 @@
-"""`GET /v1/models`: the models this server runs."""
+"""`GET /v1/models` and `GET /v1/models/{model}`: the models this server runs and their engines."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ from typing import Literal
 from fastapi import APIRouter, Request
 from pydantic import BaseModel
 
-router = APIRouter(prefix="/models", tags=["models"])
+from app.schemas.common import ERROR_RESPONSES
+from app.services.models import model_entries, model_entry
+
+router = APIRouter(prefix="/models", tags=["models"], responses=ERROR_RESPONSES)
 
 
 class Model(BaseModel):
@@ -15,6 +18,11 @@ class Model(BaseModel):
     object: Literal["model"] = "model"
     created: int
     owned_by: str
+    # batchd's additions (read-only; the dashboard's models page shows them).
+    engine_state: Literal["starting", "ready", "dead", "stopped"]
+    lines_in_flight: int
+    lines_waiting: int
+    max_lines_in_flight: int
 
 
 class ModelList(BaseModel):
@@ -24,4 +32,12 @@ class ModelList(BaseModel):
 
 @router.get("", response_model=ModelList)
 async def list_models(request: Request) -> ModelList:
-    return ModelList(data=[Model(**card) for card in request.app.state.registry.model_cards()])
+    state = request.app.state
+    return ModelList(data=[Model(**entry) for entry in model_entries(state.registry, state.worker)])
+
+
+@router.get("/{model_id:path}", response_model=Model)
+async def retrieve_model(model_id: str, request: Request) -> Model:
+    """One model (ids may contain `/`, as hub ids do)."""
+    state = request.app.state
+    return Model(**model_entry(state.registry, state.worker, model_id))

@@ -134,10 +134,18 @@ class EngineRegistry:
             for name in self._engines
         ]
 
+    def engine_state(self, model: str) -> str:
+        """For status pages: `ready`, `starting`, `dead` (its engine core died) or `stopped`."""
+        engine = self._engines.get(model)
+        if engine is None:
+            return "stopped"
+        if engine.errored:
+            return "dead"
+        return "ready" if self._ready else "starting"
+
     def engine_ready(self, model: str) -> bool:
         """True while ``model``'s engine is started and alive (the engine-up metric)."""
-        engine = self._engines.get(model)
-        return self._ready and engine is not None and not engine.errored
+        return self.engine_state(model) == "ready"
 
     def endpoints_for(self, model: str) -> set[str]:
         """Canonical endpoints ``model`` can serve (empty if it is not served)."""

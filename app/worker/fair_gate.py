@@ -21,6 +21,10 @@ class FairGate:
         self._free = self.capacity
         self._waiting: OrderedDict[str, deque[asyncio.Future]] = OrderedDict()
 
+    def load(self) -> tuple[int, int]:
+        """(lines holding a slot, lines queued for one): read-only, for status pages."""
+        return self.capacity - self._free, sum(len(queue) for queue in self._waiting.values())
+
     @asynccontextmanager
     async def slot(self, key: str) -> AsyncIterator[None]:
         await self._acquire(key)

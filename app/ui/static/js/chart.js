@@ -1,0 +1,58 @@
+// A small hand-written SVG line chart (no library: the dashboard ships no third-party code).
+
+import { s } from "./dom.js";
+import { rate as fmtRate, time as fmtTime } from "./format.js";
+
+const W = 640;
+const H = 180;
+const PAD = { left: 48, right: 12, top: 12, bottom: 28 };
+
+/** Lines/s over time from `points` [{t, rate}]; `note` goes under the plot. */
+export function throughputChart(points, note) {
+  const svg = s("svg", {
+    class: "chart",
+    viewBox: `0 0 ${W} ${H}`,
+    role: "img",
+    "aria-label": "Throughput in lines per second over time",
+  });
+  const plotW = W - PAD.left - PAD.right;
+  const plotH = H - PAD.top - PAD.bottom;
+  svg.append(s("rect", { class: "chart-frame", x: PAD.left, y: PAD.top, width: plotW, height: plotH }));
+  if (points.length < 2) {
+    svg.append(s("text", { class: "chart-empty", x: W / 2, y: H / 2, "text-anchor": "middle" },
+      "no lines have run"));
+    return svg;
+  }
+  const t0 = points[0].t;
+  const t1 = Math.max(points[points.length - 1].t, t0 + 1);
+  const top = niceMax(Math.max(...points.map((p) => p.rate)));
+  const x = (t) => PAD.left + ((t - t0) / (t1 - t0)) * plotW;
+  const y = (v) => PAD.top + plotH - (v / top) * plotH;
+
+  for (const fraction of [0, 0.5, 1]) {
+    const v = top * fraction;
+    svg.append(
+      s("line", { class: "chart-grid", x1: PAD.left, x2: PAD.left + plotW, y1: y(v), y2: y(v) }),
+      s("text", { class: "chart-label", x: PAD.left - 6, y: y(v) + 4, "text-anchor": "end" }, fmtRate(v)),
+    );
+  }
+  const coords = points.map((p) => `${x(p.t).toFixed(1)},${y(p.rate).toFixed(1)}`);
+  const base = PAD.top + plotH;
+  svg.append(
+    s("polygon", { class: "chart-area", points: `${PAD.left},${base} ${coords.join(" ")} ${x(t1).toFixed(1)},${base}` }),
+    s("polyline", { class: "chart-line", points: coords.join(" ") }),
+    s("text", { class: "chart-label", x: PAD.left, y: H - 8 }, fmtTime(t0).slice(11)),
+    s("text", { class: "chart-label", x: PAD.left + plotW, y: H - 8, "text-anchor": "end" }, fmtTime(t1).slice(11)),
+    s("text", { class: "chart-label", x: PAD.left + plotW / 2, y: H - 8, "text-anchor": "middle" }, note || "lines/s"),
+  );
+  return svg;
+}
+
+function niceMax(value) {
+  if (!(value > 0)) return 1;
+  const magnitude = 10 ** Math.floor(Math.log10(value));
+  for (const step of [1, 2, 2.5, 5, 10]) {
+    if (value <= step * magnitude) return step * magnitude;
+  }
+  return 10 * magnitude;
+}

@@ -1,0 +1,51 @@
+"""`GET /v1/models` and `GET /v1/models/{id}` through the official client, with batchd's engine
+fields (engine state, lines in flight) that the dashboard's models page shows."""
+
+from __future__ import annotations
+
+import time
+
+import openai
+import pytest
+
+from tests.support.batches import CHAT_MODEL, EMBED_MODEL, chat_line, create, wait_for
+
+
+def test_models_carry_engine_state_and_load(model_client):
+    models = {m.id: m for m in model_client.models.list()}
+    assert set(models) == {CHAT_MODEL, EMBED_MODEL}
+    for model in models.values():
+        extra = model.model_dump()
+        assert extra["engine_state"] == "ready"
+        assert extra["lines_in_flight"] >= 0 and extra["lines_waiting"] >= 0 and extra["max_lines_in_flight"] >= 1
+    one = model_client.models.retrieve(CHAT_MODEL)
+    assert (one.id, one.object, one.owned_by) == (CHAT_MODEL, "model", "batchd")
+
+
+def test_lines_in_flight_are_counted_while_a_batch_runs(model_client):
+    batch = create(model_client, [chat_line(f"m-{i}", max_tokens=48) for i in range(400)])
+    try:
+        seen = wait_for(model_client, batch.id, until=lambda b: _in_flight(model_client) > 0, timeout=120)
+        assert seen.status not in ("completed", "failed"), "the batch ended before any line was seen in flight"
+    finally:
+        model_client.batches.cancel(batch.id)
+        wait_for(model_client, batch.id)
+    deadline = time.monotonic() + 10
+    while _in_flight(model_client) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _in_flight(model_client) == 0, "slots still held after the batch was cancelled"
+
+
+def _in_flight(client) -> int:
+    return client.models.retrieve(CHAT_MODEL).model_dump()["lines_in_flight"]
+
+
+def test_unknown_model_is_404(model_client, client):
+    for c in (model_client, client):
+        with pytest.raises(openai.NotFoundError) as exc:
+            c.models.retrieve("no-such-model")
+        assert exc.value.body["code"] == "model_not_found"
+
+
+def test_server_without_models_lists_none(client):
+    assert client.models.list().data == []

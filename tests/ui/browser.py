@@ -1,0 +1,58 @@
+"""Headless Chromium for the dashboard tests: Debian's /usr/bin/chromium driven through
+/usr/bin/chromedriver (installed by scripts/ensure-chromium.sh; never a downloaded browser)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+from selenium.webdriver.chrome.service import Service
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+T = TypeVar("T")
+
+
+def missing_browser() -> str | None:
+    """Why the browser cannot run here, or None."""
+    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not os.access(p, os.X_OK)]
+    if missing:
+        return f"{', '.join(missing)} missing: run scripts/ensure-chromium.sh (`make test` does)"
+    return None
+
+
+def start_chromium(download_dir: Path, width: int = 1200, height: int = 900) -> webdriver.Chrome:
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                f"--window-size={width},{height}", "--lang=en-US", "--no-first-run"):
+        options.add_argument(arg)
+    options.add_experimental_option("prefs", {
+        "download.default_directory": str(download_dir),
+        "download.prompt_for_download": False,
+    })
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    # An explicit driver path: Selenium Manager never runs, so nothing is downloaded.
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(download_dir)})
+    return driver
+
+
+def eventually(probe: Callable[[], T | None], timeout: float = 30, interval: float = 0.1, what: str = "") -> T:
+    """Calls `probe` until it returns something truthy (re-rendered elements go stale: retried)."""
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = probe()
+            if value:
+                return value
+        except (StaleElementReferenceException, WebDriverException) as exc:
+            last_error = exc
+        time.sleep(interval)
+    raise TimeoutError(f"timed out waiting for {what or probe}: {last_error!r}")

@@ -1,0 +1,203 @@
+"""The dashboard in a real headless Chromium against a real `batchd serve` running the built-in
+models: sign in, watch a batch run to completion, cancel one, download and upload files."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import openai
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
+
+from tests.conftest import KEYS
+from tests.support.batches import chat_line, create, wait_for
+from tests.ui.browser import eventually, missing_browser, start_chromium
+
+# The page is the same whatever the database; one backend is enough for the browser (the API
+# under it is tested on both). Same param value as the shared fixture: its servers are reused.
+pytestmark = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+
+KEY = "key-a"
+# With BATCHD_SCREENSHOT_DIR set, the finished batch's page is saved there as dashboard-batch.png
+# (the README's picture: BATCHD_SCREENSHOT_DIR=docs).
+SCREENSHOT_DIR = os.environ.get("BATCHD_SCREENSHOT_DIR")
+
+
+@pytest.fixture(scope="module")
+def downloads(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("downloads")
+
+
+@pytest.fixture(scope="module")
+def browser(model_server, downloads):
+    problem = missing_browser()
+    if problem:
+        pytest.fail(problem)
+    driver = start_chromium(downloads)
+    driver.implicitly_wait(0)
+    ui = f"http://127.0.0.1:{model_server.port}/ui"
+    driver.get(ui)
+    key = eventually(lambda: driver.find_element(By.ID, "signin-key"), what="the sign-in form")
+    key.send_keys("not-a-key")
+    driver.find_element(By.ID, "signin-submit").click()
+    eventually(lambda: "Incorrect API key" in driver.find_element(By.ID, "signin-message").text, what="rejection")
+    key.clear()
+    key.send_keys(KEY)
+    driver.find_element(By.ID, "signin-submit").click()
+    eventually(lambda: driver.find_element(By.ID, "batches"), what="the batches page")
+    assert driver.execute_script("return sessionStorage.getItem('batchd.apiKey')") == KEY
+    driver.ui = ui
+    yield driver
+    severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE" and "Incorrect" not in e["message"]
+              and "status of 401" not in e["message"]]
+    driver.quit()
+    assert not severe, severe
+
+
+def _click(browser, css: str) -> None:
+    """Finds and clicks in one try: list rows are redrawn every second and may go stale."""
+    eventually(lambda: browser.find_element(By.CSS_SELECTOR, css).click() or True, what=css)
+
+
+def _go(browser, fragment: str) -> None:
+    browser.get(f"{browser.ui}#{fragment}")
+
+
+def _shown(browser, css: str) -> tuple[str, int] | None:
+    """(status, lines done) as the element at `css` (a batch row or page) shows them."""
+    found = browser.find_elements(By.CSS_SELECTOR, css)
+    if not found:
+        return None
+    bar = found[0].find_element(By.CSS_SELECTOR, '[role="progressbar"]')
+    return found[0].get_attribute("data-status"), int(bar.get_attribute("aria-valuenow"))
+
+
+def _row_state(browser, batch_id: str) -> tuple[str, int] | None:
+    return _shown(browser, f'tr[data-batch-id="{batch_id}"]')
+
+
+def _page_state(browser, batch_id: str) -> tuple[str, int] | None:
+    return _shown(browser, f'#batch[data-batch-id="{batch_id}"]')
+
+
+def _watch(browser, state, batch_id: str, until, timeout: float = 180) -> list[tuple[str, int]]:
+    """Every distinct (status, lines done) the page shows until `until(status, done)`."""
+    seen: list[tuple[str, int]] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            current = state(browser, batch_id)
+        except Exception:  # noqa: BLE001 - re-rendered between find and read
+            current = None
+        if current and (not seen or seen[-1] != current):
+            seen.append(current)
+        if current and until(*current):
+            return seen
+        time.sleep(0.05)
+    raise TimeoutError(f"{batch_id}: page showed {seen}")
+
+
+def _run_and_watch(browser, client, lines: int):
+    """Creates a batch and follows it on the list, then on its page, until it completes."""
+    batch = create(client, [chat_line(f"ui-{i}", f"dashboard line {i}", max_tokens=16) for i in range(lines)])
+    assert batch.status == "validating"
+    _go(browser, "/batches")
+    on_list = _watch(browser, _row_state, batch.id, lambda status, done: status == "completed" or done > 0)
+    _click(browser, f'a[href="#/batch/{batch.id}"]')
+    on_page = _watch(browser, _page_state, batch.id, lambda status, done: status == "completed")
+    return batch, on_list + on_page
+
+
+def test_batch_runs_to_completed_with_moving_progress_and_output_download(browser, model_client, downloads):
+    # The engine's speed here varies tenfold with the machine's load: when a batch finishes
+    # between two of the page's one-second refreshes, a larger one is run.
+    for lines in (300, 1500):
+        batch, seen = _run_and_watch(browser, model_client, lines)
+        if any(0 < done < lines for _, done in seen):
+            break
+    statuses = [status for status, _ in seen]
+    done_values = sorted({done for _, done in seen})
+    assert statuses[0] in ("validating", "in_progress") and statuses[-1] == "completed", seen
+    assert any(0 < done < lines for done in done_values), f"the bar never showed partial progress: {seen}"
+    assert len(done_values) >= 3 and done_values[-1] == lines, seen
+    # The timeline shows every step from creation (validating) to completion.
+    steps = [li.get_attribute("data-step") for li in browser.find_elements(By.CSS_SELECTOR, "#timeline li[data-step]")]
+    assert steps == ["created_at", "in_progress_at", "finalizing_at", "completed_at"]
+    assert browser.find_elements(By.CSS_SELECTOR, "svg.chart polyline"), "no throughput line drawn"
+
+    done = model_client.batches.retrieve(batch.id)
+    expected = model_client.files.content(done.output_file_id).content
+    _click(browser, 'button[data-download="output"]')
+    target = downloads / f"{batch.id}_output.jsonl"
+    eventually(lambda: target.exists() and target.stat().st_size == len(expected), what=str(target))
+    assert target.read_bytes() == expected
+    assert not browser.find_element(By.ID, "cancel-batch").is_displayed()  # nothing to cancel once finished
+    if SCREENSHOT_DIR:
+        _screenshot(browser, Path(SCREENSHOT_DIR) / "dashboard-batch.png")
+
+
+def _screenshot(browser, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    browser.execute_script("window.scrollTo(0, 0)")
+    browser.save_screenshot(str(path))
+
+
+def test_cancel_a_running_batch_from_its_page(browser, model_client):
+    batch = create(model_client, [chat_line(f"c-{i}", f"cancel me {i}", max_tokens=48) for i in range(1500)])
+    wait_for(model_client, batch.id, statuses={"in_progress"}, timeout=60)
+    _go(browser, f"/batch/{batch.id}")
+    _click(browser, "#cancel-batch:not([hidden])")
+    eventually(lambda: browser.switch_to.alert, what="the confirm dialog").accept()
+    eventually(lambda: model_client.batches.retrieve(batch.id).status in ("cancelling", "cancelled"),
+               what="cancelling via the API")
+    final = wait_for(model_client, batch.id, timeout=60)
+    assert final.status == "cancelled"
+    assert final.request_counts.completed < 1500  # the rest count as failed (batch_cancelled)
+    eventually(lambda: _page_state(browser, batch.id) and _page_state(browser, batch.id)[0] == "cancelled",
+               what="the page showing cancelled")
+    assert not browser.find_element(By.ID, "cancel-batch").is_displayed()
+
+
+def test_upload_by_picker_then_download_and_delete(browser, model_client, tmp_path, downloads):
+    data = b"notes from the dashboard test\n" * 10
+    path = tmp_path / "dashboard-notes.txt"
+    path.write_bytes(data)
+    _go(browser, "/files")
+    Select(eventually(lambda: browser.find_element(By.ID, "upload-purpose"), what="purpose")).select_by_value("user_data")
+    browser.find_element(By.ID, "upload-input").send_keys(str(path))
+    status = eventually(lambda: "Uploaded" in browser.find_element(By.ID, "upload-status").text
+                        and browser.find_element(By.ID, "upload-status").text, what="upload status")
+    file_id = status.split(" as ")[1].rstrip(".")
+    stored = model_client.files.retrieve(file_id)
+    assert (stored.filename, stored.purpose, stored.bytes) == ("dashboard-notes.txt", "user_data", len(data))
+    assert model_client.files.content(file_id).content == data
+
+    _click(browser, f'tr[data-file-id="{file_id}"] button.download')
+    target = downloads / "dashboard-notes.txt"
+    eventually(lambda: target.exists() and target.read_bytes() == data, what="the downloaded copy")
+
+    _click(browser, f'tr[data-file-id="{file_id}"] button.delete')
+    eventually(lambda: browser.switch_to.alert, what="the confirm dialog").accept()
+    eventually(lambda: not browser.find_elements(By.CSS_SELECTOR, f'tr[data-file-id="{file_id}"]'), what="row gone")
+    with pytest.raises(openai.NotFoundError):
+        model_client.files.retrieve(file_id)
+
+
+def test_models_page_shows_each_engine(browser, model_client):
+    _go(browser, "/models")
+    for model in model_client.models.list():
+        row = eventually(lambda: browser.find_element(By.CSS_SELECTOR, f'tr[data-model-id="{model.id}"]'), what=model.id)
+        assert "ready" in row.text
+
+
+def test_projects_see_only_their_own_batches(browser, model_server, model_client):
+    other = openai.OpenAI(base_url=model_server.base_url, api_key="key-b", max_retries=0)
+    theirs = create(other, [chat_line("b-1")])
+    mine = create(model_client, [chat_line("a-1")])
+    _go(browser, "/batches")
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f'tr[data-batch-id="{mine.id}"]'), what="own batch")
+    assert not browser.find_elements(By.CSS_SELECTOR, f'tr[data-batch-id="{theirs.id}"]')
+    assert KEYS["key-b"] != KEYS[KEY]
