@@ -27,6 +27,7 @@ from vllm.v1.engine.async_llm import AsyncLLM
 
 from app.engine.allocator import preload_engine_allocator
 from app.engine.model_engine import ModelEngine
+from app.engine.orphans import guard_engine_processes
 from app.engine.specs import ModelConfigError, ModelSpec
 
 logger = logging.getLogger(__name__)
@@ -82,6 +83,7 @@ async def start_model_engine(spec: ModelSpec, *, engines_in_process: int = 1) ->
         await asyncio.to_thread(spec.builder, Path(spec.path))
     args = build_serve_args(spec, engines_in_process=engines_in_process)
     preload_engine_allocator()
+    guard_engine_processes()
     engine_args = AsyncEngineArgs.from_cli_args(args)
     vllm_config = engine_args.create_engine_config(usage_context=UsageContext.OPENAI_BATCH_RUNNER)
 
