@@ -11,7 +11,6 @@ from http import HTTPStatus
 from types import SimpleNamespace
 from typing import Any
 
-import orjson
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.datastructures import State
@@ -161,7 +160,7 @@ class ModelEngine:
 
 def _render(content: Any) -> dict[str, Any]:
     """The JSON object the route's JSONResponse would put on the wire."""
-    return orjson.loads(JSONResponse(content=content).body)
+    return jsonbody.loads(JSONResponse(content=content).body)
 
 
 def error_reply(
@@ -180,7 +179,7 @@ def _reply_for(error: ErrorResponse) -> Reply:
 def _response_reply(response: Response) -> Reply:
     if isinstance(response, StreamingResponse):
         raise ValueError("The handler returned a byte stream, which a batch line cannot hold.")
-    return int(response.status_code), orjson.loads(response.body)
+    return int(response.status_code), jsonbody.loads(response.body)
 
 
 async def _close_stream(result: Any) -> None:

@@ -6,8 +6,7 @@ import json
 import random
 from dataclasses import dataclass
 
-import orjson
-
+from app import jsonbody
 from app.engine.endpoints import normalize_endpoint
 
 EXPIRED_MESSAGE = "This request could not be executed before the completion window expired."
@@ -68,5 +67,5 @@ def error_line(custom_id: str | None, code: str, message: str) -> dict:
 
 def dumps(record: dict) -> str:
     """Compact UTF-8 JSON (orjson: stdlib json was a quarter of the front-end's time when
-    writing embedding lines)."""
-    return orjson.dumps(record).decode()
+    writing embedding lines; integers beyond 64 bits fall back to the stdlib)."""
+    return jsonbody.dumps(record)
