@@ -23,6 +23,7 @@ from vllm.entrypoints.serve.exception_handling.handlers.validation import (
 from vllm.v1.engine.async_llm import AsyncLLM
 from vllm.v1.engine.exceptions import EngineDeadError as VllmEngineDeadError
 
+from app import jsonbody
 from app.engine.endpoints import (
     CHAT_COMPLETIONS,
     COMPLETIONS,

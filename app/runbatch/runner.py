@@ -16,7 +16,7 @@ from pathlib import Path
 
 from app.engine import ModelSpec, normalize_endpoint, resolve_model_specs
 from app.runbatch.progress import Progress
-from app.runbatch.resume import finished_custom_ids
+from app.runbatch.resume import Finished, finished_lines
 from app.runbatch.sinks import LineSink
 from app.runbatch.sources import count_lines, input_chunks
 from app.services.jsonl import split_lines
@@ -71,16 +71,21 @@ def _rejected(line_no: int, raw: bytes) -> tuple[InputLine | None, dict | None]:
 
 
 async def _lines_to_run(
-    options: RunBatchOptions, skip: set[str], errors: LineSink, progress: Progress
+    options: RunBatchOptions, skip: Finished, errors: LineSink, progress: Progress
 ) -> AsyncIterator[InputLine]:
+    anonymous_to_skip = skip.anonymous
     async for line_no, raw in split_lines(input_chunks(options.input)):
         if not raw.strip():
             continue
         line, rejection = _rejected(line_no, raw)
-        if line is not None and line.custom_id in skip:
+        if line is not None and line.custom_id in skip.custom_ids:
             continue
         if rejection is not None:
-            if rejection["custom_id"] is not None and str(rejection["custom_id"]) in skip:
+            if rejection["custom_id"] is None:
+                if anonymous_to_skip > 0:  # already written before --resume
+                    anonymous_to_skip -= 1
+                    continue
+            elif str(rejection["custom_id"]) in skip.custom_ids:
                 continue
             errors.write(dumps(rejection).encode())
             progress.update(ok=False)
@@ -94,10 +99,10 @@ async def run_batch(options: RunBatchOptions, registry) -> Progress:
         raise ValueError("--resume needs an output file or URL, not stdout")
     output = LineSink(options.output, options.output_tmp_dir, append=options.resume)
     errors = LineSink(options.error_file, options.output_tmp_dir, append=options.resume) if options.error_file else output
-    skip: set[str] = set()
+    skip = Finished()
     if options.resume:
         for sink in {id(output): output, id(errors): errors}.values():
-            skip |= finished_custom_ids(sink.path)
+            finished_lines(sink.path, into=skip)
     total = await asyncio.to_thread(count_lines, options.input)
     progress = Progress(total, already_done=len(skip))
     name = model_spec(options).name

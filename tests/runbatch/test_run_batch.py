@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ import pytest
 
 from tests.support.batches import CHAT_MODEL, EMBED_MODEL, chat_line, create, jsonl, read_lines, wait_for
 from tests.support.engines import EAGER_FLAG
+from tests.support.orphans import kill_alone_and_assert_no_orphans
 from tests.support.server import BATCHD
 
 SEEDS = Path(__file__).parents[1] / "fixtures" / "seeds"
@@ -160,10 +162,15 @@ def test_presigned_get_and_put_with_retries_and_an_error_file(tmp_path):
     assert "1024" in failure["response"]["body"]["error"]["message"]
 
 
-def test_resume_after_sigkill_writes_each_custom_id_once(tmp_path):
-    total = 2000
+def test_resume_after_sigkill_writes_each_line_once_and_leaves_no_engine_behind(tmp_path):
+    """SIGKILL of run-batch alone (not its group): its engine processes are gone within 10 s.
+    --resume then writes every custom_id once, and each invalid-JSON line's error once."""
+    total, not_json = 2000, {0, 7, 1000, 1999}
     source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
-    source.write_bytes(jsonl([chat_line(f"r{i}", f"question {i}", max_tokens=24) for i in range(total)]))
+    good = [jsonl([chat_line(f"r{i}", f"question {i}", max_tokens=24)]) for i in range(total)]
+    for at in sorted(not_json):  # ascending: each lands at index `at`
+        good.insert(at, b"{not json %d\n" % at)
+    source.write_bytes(b"".join(good))
     partial = tmp_path / "out.jsonl.partial"
     cmd = [str(BATCHD), "run-batch", "-i", str(source), "-o", str(out), "--model", CHAT_MODEL, EAGER_FLAG,
            "--data-dir", str(tmp_path / "models")]
@@ -172,14 +179,22 @@ def test_resume_after_sigkill_writes_each_custom_id_once(tmp_path):
     while not (partial.exists() and partial.read_bytes().count(b"\n") >= 300):
         assert proc.poll() is None and time.monotonic() < deadline, "run-batch ended before it could be killed"
         time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    try:
+        kill_alone_and_assert_no_orphans(proc.pid)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # never leak engines into the suite
+        proc.wait()
     written_before = partial.read_bytes().count(b"\n")
     assert 300 <= written_before < total and not out.exists()
+    assert partial.read_bytes().count(b'"invalid_json_line"') >= 2  # input lines 1 and 8 came before
 
     done = subprocess.run(cmd + ["--resume"], capture_output=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr.decode()[-3000:]
-    ids = [json.loads(raw)["custom_id"] for raw in out.read_bytes().splitlines()]
+    lines = [json.loads(raw) for raw in out.read_bytes().splitlines()]
+    ids = [line["custom_id"] for line in lines if line["custom_id"] is not None]
     assert len(ids) == total and set(ids) == {f"r{i}" for i in range(total)}
+    rejected = [line["error"]["message"] for line in lines if line["custom_id"] is None]
+    assert sorted(rejected) == sorted(f"Line {at + 1} is not parseable as valid JSON." for at in not_json)
     assert f"already done before --resume".encode() in done.stderr
     assert not partial.exists()
