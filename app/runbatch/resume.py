@@ -25,7 +25,7 @@ class Finished:
 def finished_lines(path: Path, into: Finished | None = None) -> Finished:
     """The complete lines of a partial output; a torn last line (the process died mid-write) is
     cut off so appending continues cleanly."""
-    done = into or Finished()
+    done = Finished() if into is None else into  # not `or`: an empty Finished is falsy
     if not path.exists():
         return done
     with path.open("rb+") as fh:
