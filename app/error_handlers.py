@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from app.errors import ApiError, InvalidRequest, ServiceUnavailable
 
@@ -66,6 +67,17 @@ def _is_lock_error(exc: OperationalError) -> bool:
     return "database is locked" in text or "database is busy" in text or "lock timeout" in text
 
 
+def _allowed_methods(request: Request) -> str:
+    """Every method the path supports. Starlette's 405 lists only those of the first route
+    matching the path (POST /v1/files, not also GET); RFC 9110 wants them all."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches({**request.scope, "method": "__none__"})
+        if match != Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return ", ".join(sorted(methods))
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -80,10 +92,14 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status_code in (404, 405):
             error = InvalidRequest(f"Invalid URL ({request.method} {request.url.path})")
             error.status_code = exc.status_code
+            if exc.status_code == 405:
+                error.headers = {"Allow": _allowed_methods(request)}
         else:
             error = ApiError(str(exc.detail))
             error.status_code = exc.status_code
             error.type = "invalid_request_error" if exc.status_code < 500 else "server_error"
+        # what the exception carries (e.g. WWW-Authenticate), under ours
+        error.headers = {**(exc.headers or {}), **error.headers}
         return _respond(request, error)
 
     @app.exception_handler(OperationalError)

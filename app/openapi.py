@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
 
 from app.schemas.common import ErrorResponse
 
@@ -22,6 +23,7 @@ def install_openapi(app: FastAPI) -> None:
         components.setdefault("ErrorResponse", ErrorResponse.model_json_schema(ref_template="#/components/schemas/{model}"))
         for defs_name, defs in components["ErrorResponse"].pop("$defs", {}).items():
             components.setdefault(defs_name, defs)
+        _documented_bodies_replace_generated(app, schema)
         for path in schema.get("paths", {}).values():
             for operation in path.values():
                 responses = operation.get("responses", {})
@@ -35,3 +37,17 @@ def install_openapi(app: FastAPI) -> None:
         return schema
 
     app.openapi = openapi
+
+
+def _documented_bodies_replace_generated(app: FastAPI, schema: dict) -> None:
+    """A route that documents its request body in `openapi_extra` (parsed loosely so the service
+    answers with OpenAI's messages) gets exactly that body: FastAPI would merge it into the
+    loose model's schema, documenting both."""
+    for route in app.routes:
+        body = (route.openapi_extra or {}).get("requestBody") if isinstance(route, APIRoute) else None
+        if body is None:
+            continue
+        for method in route.methods:
+            operation = schema.get("paths", {}).get(route.path_format, {}).get(method.lower())
+            if operation is not None:
+                operation["requestBody"] = body

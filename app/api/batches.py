@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Query, Request
 
 from app.api.deps import BatchServiceDep, ProjectDep, SessionDep
-from app.schemas.batches import BatchCreateRequest, BatchObject
+from app.schemas.batches import BATCH_CREATE_OPENAPI, BatchCreateRequest, BatchObject
 from app.schemas.common import ERROR_RESPONSES, ListPage
 from app.services.unit_of_work import after_commit
 
@@ -21,7 +21,7 @@ def _wake_worker_after_commit(request: Request, session, batch_id: str | None = 
     after_commit(session, wake)
 
 
-@router.post("", response_model=BatchObject)
+@router.post("", response_model=BatchObject, openapi_extra=BATCH_CREATE_OPENAPI)
 async def create_batch(
     request: Request,
     project: ProjectDep,

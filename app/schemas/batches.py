@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from app.db.models import Batch
+from app.engine.endpoints import ALL_ENDPOINTS
 
 
 class ExpiresAfter(BaseModel):
@@ -25,6 +26,43 @@ class BatchCreateRequest(BaseModel):
     completion_window: Any = None
     metadata: Any = None
     output_expires_after: Any = None
+
+
+# The request body as documented (/openapi.json): what the service accepts, stated exactly, so
+# clients and fuzzers see the real contract rather than the loose parsing model above.
+# Metadata and expiry bounds are OpenAI's (spec section 8); completion_window lists OpenAI's
+# value (a server may accept more, e.g. BATCHD_COMPLETION_WINDOWS).
+_EXPIRY_SECONDS = {"type": "integer", "minimum": 3600, "maximum": 2_592_000}
+BATCH_CREATE_OPENAPI = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["input_file_id", "endpoint", "completion_window"],
+                    "properties": {
+                        "input_file_id": {"type": "string", "minLength": 1},
+                        "endpoint": {"type": "string", "enum": sorted(ALL_ENDPOINTS)},
+                        "completion_window": {"type": "string", "enum": ["24h"]},
+                        "metadata": {
+                            "type": ["object", "null"],
+                            "maxProperties": 16,
+                            "propertyNames": {"maxLength": 64},
+                            "additionalProperties": {"type": "string", "maxLength": 512},
+                        },
+                        "output_expires_after": {
+                            "type": ["object", "null"],
+                            "required": ["anchor", "seconds"],
+                            "properties": {"anchor": {"type": "string", "enum": ["created_at"]},
+                                           "seconds": _EXPIRY_SECONDS},
+                        },
+                    },
+                }
+            }
+        },
+    }
+}
 
 
 class BatchError(BaseModel):

@@ -50,7 +50,8 @@ class BatchService:
                 raise MissingParameter(name)
         endpoint = self._endpoint(request.endpoint)
         windows = self.settings.window_seconds()
-        if request.completion_window not in windows:
+        # isinstance first: an object or list is unhashable, and `in` would raise (a 500)
+        if not isinstance(request.completion_window, str) or request.completion_window not in windows:
             raise InvalidRequest(
                 f"Invalid value for 'completion_window': '{request.completion_window}'. Supported values are: "
                 + ", ".join(f"'{w}'" for w in windows) + ".",
@@ -140,6 +141,8 @@ class BatchService:
             raise InvalidRequest("Invalid 'output_expires_after.anchor': expected 'created_at'.",
                                  param="output_expires_after.anchor", code="invalid_value")
         seconds = value.get("seconds")
+        if isinstance(seconds, float) and seconds.is_integer():
+            seconds = int(seconds)  # 3600.0 is an integer to JSON Schema (and to OpenAI's parser)
         if not isinstance(seconds, int) or isinstance(seconds, bool) or not (
             MIN_OUTPUT_EXPIRY <= seconds <= MAX_OUTPUT_EXPIRY
         ):

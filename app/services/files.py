@@ -145,8 +145,11 @@ class FileService:
                 code="invalid_value",
             )
         try:
-            value = int(seconds or "")
-        except ValueError:
+            number = float(seconds or "")
+            if not number.is_integer():  # 3600.0 is an integer to JSON Schema; 3600.5 is not
+                raise ValueError(seconds)
+            value = int(number)
+        except (ValueError, OverflowError):
             raise InvalidRequest(
                 "Invalid value for 'expires_after.seconds': expected an integer.",
                 param="expires_after.seconds",
