@@ -1,4 +1,4 @@
-"""The `batchd` command: serve, db upgrade, keys create."""
+"""The `batchd` command: serve, run-batch, db upgrade, keys create | list | revoke."""
 
 from __future__ import annotations
 
@@ -69,25 +69,45 @@ def _db_upgrade(args: argparse.Namespace) -> int:
 
 
 def _keys_create(args: argparse.Namespace) -> int:
-    from app.db.engine import Database
-    from app.db.migrate import upgrade
     from app.services.auth import create_stored_key
 
     settings = _settings(args)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-
-    async def run() -> str:
-        url = settings.resolved_database_url()
-        await upgrade(url)
-        db = Database(url)
-        try:
-            return await create_stored_key(settings, db, args.project)
-        finally:
-            await db.dispose()
-
-    key = asyncio.run(run())
+    key = asyncio.run(_with_database(settings, lambda db: create_stored_key(settings, db, args.project)))
     print(key)
     print(f"(API key for project '{args.project}'; it is shown only once)", file=sys.stderr)
+    return 0
+
+
+async def _with_database(settings: Settings, work):
+    """Run `work(db)` against the settings' database, migrated to the latest revision first."""
+    from app.db.engine import Database
+    from app.db.migrate import upgrade
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    url = settings.resolved_database_url()
+    await upgrade(url)
+    db = Database(url)
+    try:
+        return await work(db)
+    finally:
+        await db.dispose()
+
+
+def _keys_list(args: argparse.Namespace) -> int:
+    from app.services.auth import list_stored_keys
+
+    for key in asyncio.run(_with_database(_settings(args), list_stored_keys)):
+        print(key.line())
+    return 0
+
+
+def _keys_revoke(args: argparse.Namespace) -> int:
+    from app.services.auth import revoke_stored_key
+
+    if not asyncio.run(_with_database(_settings(args), lambda db: revoke_stored_key(db, args.key_id))):
+        print(f"no stored key with id {args.key_id} (see `batchd keys list`)", file=sys.stderr)
+        return 1
+    print(f"key {args.key_id} revoked", file=sys.stderr)
     return 0
 
 
@@ -172,6 +192,14 @@ def build_parser() -> argparse.ArgumentParser:
     keys_create.add_argument("--project", required=True)
     _add_storage_flags(keys_create)
     keys_create.set_defaults(func=_keys_create)
+    keys_list = keys_commands.add_parser(
+        "list", help="stored keys, one a line: id, project, created (UTC), active or revoked")
+    _add_storage_flags(keys_list)
+    keys_list.set_defaults(func=_keys_list)
+    keys_revoke = keys_commands.add_parser("revoke", help="revoke a stored key by its id")
+    keys_revoke.add_argument("key_id", type=int, metavar="KEY_ID")
+    _add_storage_flags(keys_revoke)
+    keys_revoke.set_defaults(func=_keys_revoke)
     return parser
 
 

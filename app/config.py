@@ -43,6 +43,12 @@ class Settings(BaseSettings):
     tombstone_grace_seconds: float = Field(default=7 * 24 * 3600, ge=0)
     log_level: str = "info"
 
+    # Per-project limits (0 = none): bytes of live files, and batches not yet finished.
+    project_max_bytes: int = Field(default=0, ge=0)
+    project_max_active_batches: int = Field(default=0, ge=0)
+    # JSON (non-multipart) request bodies above this are refused with 413 before they are read.
+    max_json_body_bytes: int = Field(default=1 * MB, ge=1)
+
     # Batches: accepted `completion_window` values (OpenAI accepts only 24h).
     completion_windows: str = "24h,1h"
     max_batch_lines: int = Field(default=50_000, ge=1)

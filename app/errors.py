@@ -64,6 +64,17 @@ class PayloadTooLarge(ApiError):
     type = "invalid_request_error"
 
 
+class QuotaExceeded(ApiError):
+    """A per-project limit: 429 as OpenAI answers quota and enqueued limits, but marked not to
+    be retried (the official client would otherwise retry 429s at once, in vain)."""
+
+    status_code = 429
+
+    def __init__(self, message: str, *, type: str, code: str, param: str | None = None) -> None:
+        super().__init__(message, param=param, code=code, headers={"x-should-retry": "false"})
+        self.type = type
+
+
 class ServiceUnavailable(ApiError):
     status_code = 503
     type = "server_error"

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, FastAPI
 
 from app.api import batches, files, health, metrics as metrics_api, models, webhooks
 from app.api.deps import get_project
+from app.body_limit import BodyLimitMiddleware
 from app.config import Settings
 from app.db import migrate
 from app.db.engine import Database
@@ -115,6 +116,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="OpenAI-compatible Files and Batches API backed by vLLM.",
         lifespan=lifespan,
     )
+    # Added first, so it runs inside RequestIdMiddleware: its 413s carry a request id too.
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_json_body_bytes)
     app.add_middleware(RequestIdMiddleware)
     app.add_middleware(HttpMetricsMiddleware)
     install_error_handlers(app)

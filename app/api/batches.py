@@ -21,7 +21,13 @@ def _wake_worker_after_commit(request: Request, session, batch_id: str | None = 
     after_commit(session, wake)
 
 
-@router.post("", response_model=BatchObject, openapi_extra=BATCH_CREATE_OPENAPI)
+@router.post(
+    "",
+    response_model=BatchObject,
+    openapi_extra=BATCH_CREATE_OPENAPI,
+    responses={413: ERROR_RESPONSES[400] | {"description": "Request body too large"},
+               429: ERROR_RESPONSES[400] | {"description": "The project's active-batch limit is reached"}},
+)
 async def create_batch(
     request: Request,
     project: ProjectDep,

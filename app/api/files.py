@@ -20,7 +20,8 @@ router = APIRouter(prefix="/files", tags=["files"], responses=ERROR_RESPONSES)
     "",
     response_model=FileObject,
     openapi_extra=FILE_UPLOAD_OPENAPI,
-    responses={413: ERROR_RESPONSES[400] | {"description": "File too large"}},
+    responses={413: ERROR_RESPONSES[400] | {"description": "File too large"},
+               429: ERROR_RESPONSES[400] | {"description": "The project's storage limit is reached"}},
 )
 async def create_file(request: Request, project: ProjectDep, files: FileServiceDep) -> FileObject:
     """Upload a file (multipart: `file`, `purpose`, optional `expires_after[anchor|seconds]`)."""

@@ -1,7 +1,10 @@
-"""API keys: config keys (BATCHD_API_KEYS) and stored keys (`batchd keys create`).
+"""API keys: config keys (BATCHD_API_KEYS) and stored keys (`batchd keys create | list | revoke`).
 
-Stored keys are kept only as HMAC-SHA256(secret, key). Config keys are compared in constant time
-over all candidates. With no keys configured anywhere the server runs in open mode."""
+Stored keys are kept only as HMAC-SHA256(secret, key) and looked up by that hash on every
+request (no cache), so a revocation holds on every replica sharing the database at once; the
+lookup is one indexed read. Config keys are compared in constant time over all candidates. A
+key is never logged: failures show a masked form. With no keys configured anywhere (none ever
+stored, revoked ones included) the server runs in open mode."""
 
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ import os
 import secrets
 import string
 import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 from app.config import DEFAULT_PROJECT, Settings
@@ -67,7 +72,8 @@ class Authenticator:
         now = time.monotonic()
         if self._stored_count is None or now - self._stored_count[0] > KEY_COUNT_TTL_SECONDS:
             async with self.db.read() as session:
-                self._stored_count = (now, await ApiKeyRepository(session).count_active())
+                # Revoked keys count: revoking the last key must lock the server, not open it.
+                self._stored_count = (now, await ApiKeyRepository(session).count_all())
         return self._stored_count[1] > 0
 
     async def is_open_mode(self) -> bool:
@@ -110,3 +116,33 @@ async def create_stored_key(settings: Settings, db: Database, project: str) -> s
             )
         )
     return key
+
+
+@dataclass
+class StoredKeyInfo:
+    """What `batchd keys list` shows of a stored key: never the key or its hash."""
+
+    id: int
+    project: str
+    created_at: int
+    revoked_at: int | None
+
+    def line(self) -> str:
+        state = f"revoked {_iso(self.revoked_at)}" if self.revoked_at else "active"
+        return f"{self.id}\t{self.project}\t{_iso(self.created_at)}\t{state}"
+
+
+def _iso(timestamp: int) -> str:
+    return datetime.fromtimestamp(timestamp, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def list_stored_keys(db: Database) -> list[StoredKeyInfo]:
+    async with db.read() as session:
+        rows = await ApiKeyRepository(session).list_all()
+    return [StoredKeyInfo(r.id, r.project, r.created_at, r.revoked_at) for r in rows]
+
+
+async def revoke_stored_key(db: Database, key_id: int) -> bool:
+    """Revoke a stored key by id; False when there is no such key."""
+    async with db.write() as session:
+        return await ApiKeyRepository(session).revoke(key_id, int(time.time()))

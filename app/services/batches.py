@@ -15,6 +15,7 @@ from app.db.repositories.batches import BatchRepository
 from app.db.repositories.files import FileRepository
 from app.errors import Conflict, InvalidRequest, MissingParameter, NotFound
 from app.schemas.batches import BatchCreateRequest
+from app.services.quotas import check_batch_create
 from app.engine.endpoints import (
     CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, RERANK, RESPONSES, SCORE, normalize_endpoint,
 )
@@ -63,6 +64,7 @@ class BatchService:
         if not isinstance(request.input_file_id, str):
             raise InvalidRequest("Invalid type for 'input_file_id': expected a string.", param="input_file_id",
                                  code="invalid_type")
+        await check_batch_create(self.session, self.settings, project)
         now = int(time.time())
         input_file = await self.files.get(project, request.input_file_id, now)
         if input_file is None:

@@ -18,6 +18,7 @@ from app.db.repositories.batches import BatchRepository
 from app.db.repositories.files import FileRepository
 from app.errors import Conflict, InvalidRequest, MissingParameter, NotFound, PayloadTooLarge
 from app.schemas.files import UPLOAD_PURPOSES
+from app.services.quotas import check_upload
 from app.services.upload_stream import receive_upload
 from app.services.unit_of_work import after_commit, on_rollback
 from app.storage.base import BlobStore
@@ -91,6 +92,7 @@ class FileService:
             filename = sanitize_filename(received.filename)
             if purpose == "batch" and not filename.lower().endswith(".jsonl"):
                 raise InvalidRequest("Invalid file format for Batch API. Must be .jsonl")
+            await check_upload(self.session, self.settings, project, blob.size)
         except BaseException:
             if blob is not None:
                 await blob.discard()

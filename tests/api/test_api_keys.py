@@ -9,7 +9,7 @@ import openai
 import pytest
 
 from tests.support import db
-from tests.support.server import BATCHD
+from tests.support.server import BATCHD, ServerProcess
 
 
 def _create_key(server, project: str) -> str:
@@ -56,3 +56,65 @@ def test_open_mode_then_stored_keys_scope_projects(start_server):
     # Files uploaded in open mode belong to project 'default', which neither key can reach.
     with pytest.raises(openai.NotFoundError):
         one.files.retrieve(open_file.id)
+
+
+def _keys(server, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    cmd = [str(BATCHD), "keys", *args, "--data-dir", str(server.data_dir)]
+    if server.database_url:
+        cmd += ["--database-url", server.database_url]
+    return subprocess.run(cmd, capture_output=True, text=True, check=check, timeout=120)
+
+
+def _wait_rejected(clients, within: float) -> float:
+    started = time.monotonic()
+    while not all(_rejected(c) for c in clients):
+        assert time.monotonic() - started < within, "a revoked key still works"
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
+def test_keys_list_and_revoke_take_effect_on_every_replica_within_a_second(start_server):
+    # Two replicas over one database (and one data dir, so one keyed-hash secret).
+    first = start_server({"BATCHD_LOG_LEVEL": "debug"})
+    second = ServerProcess(first.data_dir, first.database_url, env={"BATCHD_LOG_LEVEL": "debug"}).start()
+    try:
+        key_one, key_two = _create_key(first, "team-one"), _create_key(first, "team-two")
+        listed = _keys(first, "list").stdout.splitlines()
+        assert len(listed) == 2
+        rows = [line.split("\t") for line in listed]
+        assert [(r[1], r[3]) for r in rows] == [("team-one", "active"), ("team-two", "active")]
+        assert all(r[0].isdigit() and r[2].endswith("Z") for r in rows)
+        assert key_one not in "\n".join(listed) and key_one[3:12] not in "\n".join(listed)
+
+        clients = {(s.port, k): openai.OpenAI(base_url=s.base_url, api_key=k, max_retries=0)
+                   for s in (first, second) for k in (key_one, key_two)}
+        deadline = time.monotonic() + 10  # open mode ends within the key-count cache
+        while any(_rejected(c) for c in clients.values()):
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+
+        assert _keys(first, "revoke", rows[0][0]).returncode == 0
+        took = _wait_rejected([clients[(s.port, key_one)] for s in (first, second)], within=1.0)
+        assert not any(_rejected(clients[(s.port, key_two)]) for s in (first, second))
+        with pytest.raises(openai.AuthenticationError) as info:
+            clients[(second.port, key_one)].files.list()
+        assert key_one not in info.value.message  # masked: bd-xxx***wxyz
+        assert _keys(first, "list").stdout.splitlines()[0].split("\t")[3].startswith("revoked ")
+        print(f"revocation seen by both replicas after {took:.3f} s")
+
+        # Revoking every key locks the server; it does not fall back to open mode.
+        assert _keys(first, "revoke", rows[1][0]).returncode == 0
+        _wait_rejected([clients[(s.port, key_two)] for s in (first, second)], within=1.0)
+        anyone = openai.OpenAI(base_url=second.base_url, api_key="whatever", max_retries=0)
+        time.sleep(6)  # past the key-count cache
+        assert _rejected(anyone)
+
+        missing = _keys(first, "revoke", "999999", check=False)
+        assert missing.returncode == 1 and "no stored key with id 999999" in missing.stderr
+    finally:
+        second.stop()
+    # Keys never reach the logs, request logging included.
+    for server in (first, second):
+        log = server.log()
+        assert "GET /v1/files" in log or "/v1/files" in log
+        assert key_one not in log and key_two not in log

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from collections.abc import Sequence
+
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import ApiKey
@@ -28,3 +30,22 @@ class ApiKeyRepository:
             select(func.count()).select_from(ApiKey).where(ApiKey.revoked_at.is_(None))
         )
         return int(result.scalar_one())
+
+    async def count_all(self) -> int:
+        """Keys ever created, revoked ones included."""
+        result = await self.session.execute(select(func.count()).select_from(ApiKey))
+        return int(result.scalar_one())
+
+    async def list_all(self) -> Sequence[ApiKey]:
+        result = await self.session.execute(select(ApiKey).order_by(ApiKey.id))
+        return result.scalars().all()
+
+    async def revoke(self, key_id: int, now: int) -> bool:
+        """Mark the key revoked; False when no such key exists. Revoking twice keeps the first time."""
+        result = await self.session.execute(
+            update(ApiKey).where(ApiKey.id == key_id, ApiKey.revoked_at.is_(None)).values(revoked_at=now)
+        )
+        if result.rowcount:
+            return True
+        exists = await self.session.execute(select(ApiKey.id).where(ApiKey.id == key_id))
+        return exists.scalar_one_or_none() is not None
