@@ -8,7 +8,7 @@ from fastapi import APIRouter, Body, Query, Request
 
 from app.api.deps import BatchServiceDep, ProjectDep, SessionDep
 from app.schemas.batches import BATCH_CREATE_OPENAPI, BatchCreateRequest, BatchObject
-from app.schemas.common import ERROR_RESPONSES, ListPage
+from app.schemas.common import ERROR_RESPONSES, ListPage, error_doc
 from app.services.unit_of_work import after_commit
 
 router = APIRouter(prefix="/batches", tags=["batches"], responses=ERROR_RESPONSES)
@@ -25,8 +25,8 @@ def _wake_worker_after_commit(request: Request, session, batch_id: str | None = 
     "",
     response_model=BatchObject,
     openapi_extra=BATCH_CREATE_OPENAPI,
-    responses={413: ERROR_RESPONSES[400] | {"description": "Request body too large"},
-               429: ERROR_RESPONSES[400] | {"description": "The project's active-batch limit is reached"}},
+    responses={413: error_doc("Request body too large"),
+               429: error_doc("The project's active-batch limit is reached")},
 )
 async def create_batch(
     request: Request,

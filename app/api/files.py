@@ -10,7 +10,7 @@ from urllib.parse import quote
 from fastapi.responses import StreamingResponse
 
 from app.api.deps import FileServiceDep, ProjectDep
-from app.schemas.common import ERROR_RESPONSES, ListPage
+from app.schemas.common import ERROR_RESPONSES, ListPage, error_doc
 from app.schemas.files import FILE_UPLOAD_OPENAPI, FileDeleted, FileObject
 
 router = APIRouter(prefix="/files", tags=["files"], responses=ERROR_RESPONSES)
@@ -20,8 +20,8 @@ router = APIRouter(prefix="/files", tags=["files"], responses=ERROR_RESPONSES)
     "",
     response_model=FileObject,
     openapi_extra=FILE_UPLOAD_OPENAPI,
-    responses={413: ERROR_RESPONSES[400] | {"description": "File too large"},
-               429: ERROR_RESPONSES[400] | {"description": "The project's storage limit is reached"}},
+    responses={413: error_doc("File too large"),
+               429: error_doc("The project's storage limit is reached")},
 )
 async def create_file(request: Request, project: ProjectDep, files: FileServiceDep) -> FileObject:
     """Upload a file (multipart: `file`, `purpose`, optional `expires_after[anchor|seconds]`)."""

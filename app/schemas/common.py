@@ -48,3 +48,8 @@ ERROR_RESPONSES = {
         503: "Temporarily unavailable (retry)",
     }.items()
 }
+
+
+def error_doc(description: str) -> dict:
+    """A route's extra documented error status: OpenAI's envelope with its own description."""
+    return {"model": ErrorResponse, "description": description}

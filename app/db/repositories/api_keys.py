@@ -25,12 +25,6 @@ class ApiKeyRepository:
         )
         return result.scalar_one_or_none()
 
-    async def count_active(self) -> int:
-        result = await self.session.execute(
-            select(func.count()).select_from(ApiKey).where(ApiKey.revoked_at.is_(None))
-        )
-        return int(result.scalar_one())
-
     async def count_all(self) -> int:
         """Keys ever created, revoked ones included."""
         result = await self.session.execute(select(func.count()).select_from(ApiKey))
