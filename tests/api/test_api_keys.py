@@ -65,12 +65,11 @@ def _keys(server, *args: str, check: bool = True) -> subprocess.CompletedProcess
     return subprocess.run(cmd, capture_output=True, text=True, check=check, timeout=120)
 
 
-def _wait_rejected(clients, within: float) -> float:
-    started = time.monotonic()
-    while not all(_rejected(c) for c in clients):
-        assert time.monotonic() - started < within, "a revoked key still works"
-        time.sleep(0.05)
-    return time.monotonic() - started
+def _rejected_a_second_later(clients) -> None:
+    """The promise: any request that starts a second after the revoke returned is refused (on
+    a loaded box a request itself may take longer, so no polling loop measures this)."""
+    time.sleep(1.0)
+    assert all(_rejected(c) for c in clients), "a revoked key still works a second later"
 
 
 def test_keys_list_and_revoke_take_effect_on_every_replica_within_a_second(start_server):
@@ -94,17 +93,16 @@ def test_keys_list_and_revoke_take_effect_on_every_replica_within_a_second(start
             time.sleep(0.2)
 
         assert _keys(first, "revoke", rows[0][0]).returncode == 0
-        took = _wait_rejected([clients[(s.port, key_one)] for s in (first, second)], within=1.0)
+        _rejected_a_second_later([clients[(s.port, key_one)] for s in (first, second)])
         assert not any(_rejected(clients[(s.port, key_two)]) for s in (first, second))
         with pytest.raises(openai.AuthenticationError) as info:
             clients[(second.port, key_one)].files.list()
         assert key_one not in info.value.message  # masked: bd-xxx***wxyz
         assert _keys(first, "list").stdout.splitlines()[0].split("\t")[3].startswith("revoked ")
-        print(f"revocation seen by both replicas after {took:.3f} s")
 
         # Revoking every key locks the server; it does not fall back to open mode.
         assert _keys(first, "revoke", rows[1][0]).returncode == 0
-        _wait_rejected([clients[(s.port, key_two)] for s in (first, second)], within=1.0)
+        _rejected_a_second_later([clients[(s.port, key_two)] for s in (first, second)])
         anyone = openai.OpenAI(base_url=second.base_url, api_key="whatever", max_retries=0)
         time.sleep(6)  # past the key-count cache
         assert _rejected(anyone)

@@ -32,6 +32,10 @@ def test_every_operation_keeps_its_documented_contract(case, server):
         # A `batch` file must be named *.jsonl, a rule OpenAPI cannot state about a part's
         # filename: its 400 for a schema-valid body is correct.
         excluded.append(positive_data_acceptance)
+    if case.method == "POST" and case.path.startswith("/v1/webhook_endpoints"):
+        # Receiver URLs must pass a host policy (no private hosts unless allowed), which no
+        # schema states; and these bodies are documented loosely so far (see the report).
+        excluded.append(positive_data_acceptance)
     response = case.call_and_validate(
         base_url=server.base_url.removesuffix("/v1"),
         headers={"Authorization": "Bearer key-a"},
