@@ -33,8 +33,13 @@ BACKENDS = ["sqlite", "postgres-s3"]
 CHEAP_BACKENDS = ["sqlite", "postgres", "postgres-s3"]
 
 
+def _parametrizes_backend_itself(metafunc) -> bool:
+    return any("backend" in (m.args[0] if isinstance(m.args[0], (list, tuple)) else m.args[0].replace(" ", "").split(","))
+               for m in metafunc.definition.iter_markers("parametrize"))
+
+
 def pytest_generate_tests(metafunc):
-    if "backend" in metafunc.fixturenames:
+    if "backend" in metafunc.fixturenames and not _parametrizes_backend_itself(metafunc):
         cheap = "server" in metafunc.fixturenames or metafunc.definition.get_closest_marker("all_backends")
         metafunc.parametrize("backend", CHEAP_BACKENDS if cheap else BACKENDS, indirect=True, scope="session")
 

@@ -10,6 +10,7 @@ import logging
 import time
 from contextlib import suppress
 
+from app.db.maintenance import reclaim_checkpoint_space
 from app.db.models import TERMINAL_STATUSES, Batch
 from app.db.repositories.batches import BatchRepository, Claim, LeaseLost
 from app.db.repositories.shards import ShardRepository
@@ -58,16 +59,20 @@ class BatchRun:
                 return
             expired = time.time() >= batch.expires_at
             if batch.status in ("validating", "in_progress") and expired:
-                await finalize(self.ctx, self.claim, await self._sealed(batch), "expired")
+                await self._finalize(await self._sealed(batch), "expired")
             elif batch.status == "validating":
                 await self._validate(batch)
             elif batch.status == "in_progress":
                 if not await self._finish_running(batch):
                     return  # shards are still running; the replica that ends the last one moves on
             elif batch.status == "finalizing":
-                await finalize(self.ctx, self.claim, batch, "completed")
+                await self._finalize(batch, "completed")
             elif batch.status == "cancelling":
-                await finalize(self.ctx, self.claim, await self._sealed(batch), "cancelled")
+                await self._finalize(await self._sealed(batch), "cancelled")
+
+    async def _finalize(self, batch: Batch, ending: str) -> None:
+        if await finalize(self.ctx, self.claim, batch, ending):
+            await reclaim_checkpoint_space(self.ctx.db)  # finalize deleted the batch's rows
 
     async def _sealed(self, batch: Batch) -> Batch:
         """Fence every unfinished shard off (a stale runner writes nothing more), then re-read
