@@ -16,7 +16,9 @@ router = APIRouter(prefix="/batches", tags=["batches"], responses=ERROR_RESPONSE
 
 def _wake_worker_after_commit(request: Request, session, batch_id: str | None = None) -> None:
     async def wake() -> None:
-        request.app.state.worker.wake(batch_id)
+        # No worker yet while the engines load: it claims queued batches when it starts.
+        if request.app.state.worker is not None:
+            request.app.state.worker.wake(batch_id)
 
     after_commit(session, wake)
 
