@@ -17,8 +17,11 @@ fi
 # needed (the images install it from source).
 mapfile -t reqs < <("$python" - <<'PY'
 import tomllib
-project = tomllib.load(open("pyproject.toml", "rb"))["project"]
-for req in project["dependencies"] + project["optional-dependencies"]["cpu"]:
+pyproject = tomllib.load(open("pyproject.toml", "rb"))
+project = pyproject["project"]
+# The build backend too: the image installs batchd itself with --no-index.
+for req in (pyproject["build-system"]["requires"] + project["dependencies"]
+            + project["optional-dependencies"]["cpu"]):
     print(req)
 PY
 )
