@@ -63,7 +63,7 @@ docker image ls --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep -E '^batchd
 
 # --- Stack ----------------------------------------------------------------------------------
 phase "starting the stack (waits for every healthcheck; engines load inside batchd)"
-compose up --detach --wait --wait-timeout 900
+compose up --detach --wait --wait-timeout 1800
 phase "stack healthy"
 "$python" docker/smoke_test.py --base-url "http://127.0.0.1:$BATCHD_HTTP_PORT" \
     --prometheus-url "http://127.0.0.1:$BATCHD_PROMETHEUS_PORT" --api-key docker-test-key
