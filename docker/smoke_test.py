@@ -2,8 +2,9 @@
 
 Through the official `openai` client against the published port: upload a batch file, run an
 embeddings batch and a chat batch to completion, read the output back and compare it with the
-input; then check that Prometheus has batchd as a scrape target (and scrapes it, once batchd
-serves /metrics). Exits non-zero with a message on the first failed check.
+input; then check that Prometheus has batchd as a scrape target and, once batchd serves
+/metrics, that it scraped the finished lines. Exits non-zero with a message on the first
+failed check.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import httpx
 from openai import OpenAI
 
 TERMINAL = {"completed", "failed", "expired", "cancelled"}
+# Lines of the two batches below (3 embeddings + 2 chat).
+LINES_RUN = 5
 
 
 def jsonl(lines: list[dict]) -> bytes:
@@ -88,7 +91,18 @@ def check_prometheus(base_url: str, prometheus_url: str, api_key: str, timeout: 
                                            f"{batchd[0].get('lastError')}")
         time.sleep(2)
     if metrics.status_code == 200:
-        print("smoke: prometheus scrapes batchd /metrics (target up)")
+        # The dashboard's numbers: Prometheus has the lines the two batches finished.
+        query = 'sum(batchd_lines_finished_total{outcome="completed"})'
+        while True:
+            result = httpx.get(f"{prometheus_url}/api/v1/query", params={"query": query},
+                               timeout=10).json()["data"]["result"]
+            finished = float(result[0]["value"][1]) if result else 0.0
+            if finished >= LINES_RUN:
+                break
+            check(time.monotonic() < deadline, f"prometheus: {query} = {finished}, want {LINES_RUN}")
+            time.sleep(2)
+        check(finished == LINES_RUN, f"prometheus: {query} = {finished}, want {LINES_RUN}")
+        print(f"smoke: prometheus scrapes batchd /metrics: {query} = {finished:.0f}")
     else:
         print(f"smoke: prometheus has the batchd target; batchd answers {metrics.status_code} on "
               "/metrics (not served by this build), so its health is not checked")
@@ -115,7 +129,7 @@ def main() -> None:
     client = OpenAI(base_url=f"{args.base_url}/v1", api_key=args.api_key, max_retries=5)
     check_embeddings(client, args.timeout)
     check_chat(client, args.timeout)
-    check_prometheus(args.base_url, args.prometheus_url, args.api_key, timeout=60)
+    check_prometheus(args.base_url, args.prometheus_url, args.api_key, timeout=90)
 
 
 if __name__ == "__main__":
