@@ -9,7 +9,7 @@ EXTRAS ?= cpu,dev,bench
 # beside the CPU torch; text and embedding models need none of them.
 BROKEN_TORCH_ADDONS := torchvision torchaudio torchcodec
 
-.PHONY: install chromium run test bench clean
+.PHONY: install chromium run test test-docker bench clean
 
 install: $(STAMP)
 
@@ -29,6 +29,10 @@ run: install
 
 test: install chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The compose stack end to end (not part of `test`; needs root for Docker): see docker/README.md.
+test-docker: install
+	docker/test-docker.sh $(BIN)/python
 
 # All workloads, three rounds each (over four hours on 2 CPUs); a quicker run: BENCH_ARGS="--workloads W1 --rounds 1".
 BENCH_ARGS ?= --rounds 3
