@@ -42,6 +42,12 @@ class Settings(BaseSettings):
     # A deleted file's record (kept so its id still works as a list cursor) lives this long.
     tombstone_grace_seconds: float = Field(default=7 * 24 * 3600, ge=0)
     log_level: str = "info"
+    # Uploads API: total bytes of one upload, bytes of one part, and how long an upload takes parts.
+    max_upload_bytes: int = Field(default=8 * 1024 * MB, ge=1)
+    max_upload_part_bytes: int = Field(default=64 * MB, ge=1)
+    upload_ttl_seconds: int = Field(default=3600, ge=1)
+    # A batch whose run failed (engine died, disk full, database down) waits this long to retry.
+    retry_backoff_seconds: float = Field(default=30.0, ge=0)
 
     # Per-project limits (0 = none): bytes of live files, and batches not yet finished.
     project_max_bytes: int = Field(default=0, ge=0)

@@ -7,12 +7,12 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from app.errors import ApiError, InvalidRequest, ServiceUnavailable
+from app.errors import ApiError, InsufficientStorage, InvalidRequest, ServiceUnavailable, is_disk_full
 
 log = logging.getLogger("batchd.errors")
 
@@ -78,6 +78,34 @@ def _allowed_methods(request: Request) -> str:
     return ", ".join(sorted(methods))
 
 
+# Connection-level failures: the database is down, restarting or unreachable (Postgres SQLSTATE
+# class 08 and 57P01-57P03 arrive as asyncpg exceptions of these names).
+_UNREACHABLE_NAMES = {
+    "ConnectionDoesNotExistError", "CannotConnectNowError", "AdminShutdownError", "CrashShutdownError",
+    "PostgresConnectionError", "ConnectionFailureError", "ClientCannotConnectError",
+}
+
+
+def is_database_unreachable(exc: BaseException) -> bool:
+    """True when `exc` (or what it wraps) says the database cannot be reached right now; such a
+    request may be retried as is, so it is a 503, not a 500."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, DBAPIError) and current.connection_invalidated:
+            return True
+        if isinstance(current, (ConnectionRefusedError, ConnectionResetError, BrokenPipeError)):
+            return True
+        if type(current).__name__ in _UNREACHABLE_NAMES:
+            return True
+        todo += [getattr(current, "orig", None), current.__cause__, current.__context__]
+    return False
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -106,6 +134,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def database_error(request: Request, exc: OperationalError) -> JSONResponse:
         if _is_lock_error(exc):
             return _respond(request, ServiceUnavailable("The database is busy; please retry."))
+        if is_database_unreachable(exc):
+            return _respond(request, ServiceUnavailable("The database is unavailable; please retry.", retry_after=2))
         log.exception("database error", exc_info=exc)
         return _respond(request, ApiError("The server had an error while processing your request."))
 
@@ -115,5 +145,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        if is_disk_full(exc):  # e.g. the fsync of a blob commit on a full disk
+            return _respond(request, InsufficientStorage())
+        if is_database_unreachable(exc):
+            return _respond(request, ServiceUnavailable("The database is unavailable; please retry.", retry_after=2))
         log.exception("unhandled error", exc_info=exc)
         return _respond(request, ApiError("The server had an error while processing your request."))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 
 class ApiError(Exception):
     status_code = 500
@@ -87,5 +89,19 @@ class ServiceUnavailable(ApiError):
 
 
 class InsufficientStorage(ApiError):
+    """The blob store's disk is full: nothing was stored; the client may retry later."""
+
     status_code = 507
     type = "server_error"
+
+    def __init__(self, message: str = "The server has no storage space left for this upload; "
+                 "nothing was stored. Please retry later.") -> None:
+        super().__init__(message, code="insufficient_storage")
+
+
+# errno values that mean "no space": a full filesystem or a quota.
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager, suppress
 
 from fastapi import APIRouter, Depends, FastAPI
 
-from app.api import batches, files, health, metrics as metrics_api, models, webhooks
+from app.api import batches, files, health, metrics as metrics_api, models, uploads, webhooks
 from app.api.deps import get_project
 from app.body_limit import BodyLimitMiddleware
 from app.config import Settings
@@ -23,6 +23,7 @@ from app.request_id import RequestIdMiddleware
 from app.services.auth import Authenticator
 from app.services.blob_reconcile import remove_orphan_blobs
 from app.services.files import purge_tombstones, sweep_expired
+from app.services.uploads import sweep_uploads
 from app.storage import BlobStore, open_store
 from app.ui import install_ui
 from app.webhooks.delivery import WebhookSender
@@ -41,6 +42,7 @@ async def _sweep_forever(db: Database, store: BlobStore, settings: Settings) -> 
     while True:
         try:
             swept = await sweep_expired(db, store)
+            await sweep_uploads(db, store)
             if swept:
                 log.info("swept %d expired files", swept)
             purged = await purge_tombstones(db, settings.tombstone_grace_seconds)
@@ -125,6 +127,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     v1 = APIRouter(prefix="/v1", dependencies=[Depends(get_project)])
     v1.include_router(files.router)
+    v1.include_router(uploads.router)
     v1.include_router(batches.router)
     v1.include_router(models.router)
     v1.include_router(webhooks.router)

@@ -12,6 +12,7 @@ from app.config import Settings
 from app.services.batches import BatchService
 from app.services.files import FileService
 from app.services.unit_of_work import run_hooks
+from app.services.uploads import UploadService
 from app.storage.base import BlobStore
 
 READ_METHODS = {"GET", "HEAD", "OPTIONS"}
@@ -67,3 +68,12 @@ async def get_batch_service(session: SessionDep, settings: SettingsDep) -> Batch
 
 
 BatchServiceDep = Annotated[BatchService, Depends(get_batch_service)]
+
+
+async def get_upload_service(
+    request: Request, session: SessionDep, store: StoreDep, settings: SettingsDep
+) -> UploadService:
+    return UploadService(session, store, settings, request.app.state.db)
+
+
+UploadServiceDep = Annotated[UploadService, Depends(get_upload_service)]

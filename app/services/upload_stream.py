@@ -14,7 +14,7 @@ from python_multipart import MultipartParser
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import parse_options_header
 
-from app.errors import InvalidRequest, PayloadTooLarge
+from app.errors import InsufficientStorage, InvalidRequest, PayloadTooLarge, is_disk_full
 from app.storage.base import BlobWriter
 
 MAX_FIELD_BYTES = 64 * 1024
@@ -38,8 +38,10 @@ class ReceivedUpload:
 class _Receiver:
     """python-multipart callbacks that route form fields to memory and the file to a blob."""
 
-    def __init__(self, new_writer: Callable[[], BlobWriter], limit_for: Callable[[str | None], int]):
+    def __init__(self, new_writer: Callable[[], BlobWriter], limit_for: Callable[[str | None], int],
+                 file_field: str = "file"):
         self.new_writer = new_writer
+        self.file_field = file_field
         self.limit_for = limit_for
         self.result = ReceivedUpload()
         self._header_name = bytearray()
@@ -74,9 +76,9 @@ class _Receiver:
     def _headers_finished(self) -> None:
         _, options = parse_options_header(self._headers.get(b"content-disposition", b""))
         name = options.get(b"name", b"").decode("utf-8", "replace")
-        if name == "file":
+        if name == self.file_field:
             if self.result.blob is not None:
-                raise InvalidRequest("Only one 'file' part is allowed.", param="file")
+                raise InvalidRequest(f"Only one '{name}' part is allowed.", param=name)
             self._in_file = True
             self.result.filename = options.get(b"filename", b"").decode("utf-8", "replace")
             self.result.blob = self.new_writer()
@@ -124,10 +126,11 @@ async def receive_upload(
     new_writer: Callable[[], BlobWriter],
     limit_for: Callable[[str | None], int],
     too_large: Callable[[str | None], PayloadTooLarge],
+    file_field: str = "file",
 ) -> ReceivedUpload:
-    """Parse the body; the file part's bytes end up in `blob` (a temp file, not yet committed).
-    On any error the temp file is removed and nothing else is left behind."""
-    receiver = _Receiver(new_writer, limit_for)
+    """Parse the body; the part named `file_field` ends up in `blob` (a temp file, not yet
+    committed). On any error the temp file is removed and nothing else is left behind."""
+    receiver = _Receiver(new_writer, limit_for, file_field)
     parser = MultipartParser(_boundary(content_type), receiver.callbacks())
     result = receiver.result
     try:
@@ -149,6 +152,14 @@ async def receive_upload(
         if result.blob is not None:
             await result.blob.discard()
         raise InvalidRequest(f"Malformed multipart body: {exc}") from None
+    except OSError as exc:
+        if result.blob is not None:
+            await result.blob.discard()
+        if not is_disk_full(exc):
+            raise
+        # Read the rest so the client gets the 507 rather than a reset connection.
+        await _drain(chunks)
+        raise InsufficientStorage() from None
     except BaseException:
         if result.blob is not None:
             await result.blob.discard()

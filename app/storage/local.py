@@ -8,6 +8,7 @@ Paths derive only from server-generated ids (hashed), never from client filename
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import time
@@ -52,7 +53,8 @@ class LocalBlobWriter:
         self._fh.close()
 
     def discard_sync(self) -> None:
-        if not self._fh.closed:
+        # Closing flushes the buffer, which fails on a full disk; the bytes are unwanted anyway.
+        with contextlib.suppress(OSError):
             self._fh.close()
         self.path.unlink(missing_ok=True)
 

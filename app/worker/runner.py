@@ -24,8 +24,6 @@ log = logging.getLogger("batchd.worker")
 # Batches created through this replica wake the worker at once; the poll picks up work from
 # other replicas (their batches and shards, expired leases), so it need not be fast.
 IDLE_POLL_SECONDS = 1.0
-# Work whose run failed (e.g. the engine died) is left alone this long before a retry.
-RETRY_BACKOFF_SECONDS = 30.0
 # A replica runs at most this many shards of one batch at once: two keep the engine busy
 # while one shard drains its last lines, and leave the rest of the batch to other replicas.
 SHARDS_PER_BATCH = 2
@@ -128,9 +126,10 @@ class Worker:
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("work on batch %s stopped with an error; retrying in %.0f s", batch_id,
-                          RETRY_BACKOFF_SECONDS)
-            self._retry_at[batch_id] = time.time() + RETRY_BACKOFF_SECONDS
+            # Settings.retry_backoff_seconds: e.g. the engine died, the disk or the database failed.
+            backoff = self.ctx.settings.retry_backoff_seconds
+            log.exception("work on batch %s stopped with an error; retrying in %.0f s", batch_id, backoff)
+            self._retry_at[batch_id] = time.time() + backoff
         finally:
             if isinstance(run, ShardRun):
                 self._shards.pop(run.claim.shard_id, None)
