@@ -139,15 +139,24 @@ def install_error_handlers(app: FastAPI) -> None:
         log.exception("database error", exc_info=exc)
         return _respond(request, ApiError("The server had an error while processing your request."))
 
+    # Registered for these classes (not left to the catch-all `Exception` handler, which Starlette
+    # runs and then re-raises as a logged traceback): expected outages, answered and retried.
+    @app.exception_handler(OSError)
+    @app.exception_handler(DBAPIError)
+    async def outage(request: Request, exc: Exception) -> JSONResponse:
+        if is_disk_full(exc):  # e.g. the fsync of a blob commit on a full disk
+            return _respond(request, InsufficientStorage())
+        if is_database_unreachable(exc):
+            log.warning("database unreachable: %s", exc)
+            return _respond(request, ServiceUnavailable("The database is unavailable; please retry.", retry_after=2))
+        log.exception("unhandled error", exc_info=exc)
+        return _respond(request, ApiError("The server had an error while processing your request."))
+
     @app.exception_handler(PoolTimeout)
     async def pool_timeout(request: Request, exc: PoolTimeout) -> JSONResponse:
         return _respond(request, ServiceUnavailable("The server is busy; please retry."))
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        if is_disk_full(exc):  # e.g. the fsync of a blob commit on a full disk
-            return _respond(request, InsufficientStorage())
-        if is_database_unreachable(exc):
-            return _respond(request, ServiceUnavailable("The database is unavailable; please retry.", retry_after=2))
         log.exception("unhandled error", exc_info=exc)
         return _respond(request, ApiError("The server had an error while processing your request."))

@@ -1,0 +1,108 @@
+"""Faults under a running batch, on a server whose blob directory is an 8 MB tmpfs and whose
+database is a private Postgres (never the machine's shared one):
+
+- the blob disk is full when the batch finalizes: the batch stays `finalizing` and retries;
+  when space returns it completes with every line;
+- Postgres stops mid-batch: requests answer 503 + Retry-After while it is down; when it is
+  back the batch completes with every line exactly once.
+"""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import openai
+import pytest
+
+from tests.conftest import API_KEYS_ENV
+from tests.support.batches import CHAT_MODEL, chat_line, create, results_by_custom_id, upload, wait_for
+from tests.support.engines import eager_config
+from tests.support.faults import PrivatePostgres, fill, tmpfs
+from tests.support.server import ServerProcess
+
+HEADERS = {"Authorization": "Bearer key-a"}
+
+
+@pytest.fixture(scope="module")
+def private_pg():
+    pg = PrivatePostgres().init()
+    yield pg
+    pg.destroy()
+
+
+@pytest.fixture(scope="module")
+def fault_server(tmp_path_factory, private_pg):
+    data_dir = tmp_path_factory.mktemp("faults")
+    config = eager_config(tmp_path_factory.mktemp("config") / "models.json", {CHAT_MODEL: {"max_num_seqs": 16}})
+    with tmpfs(data_dir / "blobs", "8m"):
+        server = ServerProcess(
+            data_dir, private_pg.url, models=True, args=["--model", CHAT_MODEL, "--config", str(config)],
+            env={"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_RETRY_BACKOFF_SECONDS": "1",
+                 "BATCHD_LEASE_SECONDS": "3"},
+        ).start()
+        yield server
+        server.stop()
+
+
+@pytest.fixture
+def fault_client(fault_server):
+    # Retries as users run it: 503s (database down) are retried by the client itself.
+    return openai.OpenAI(base_url=fault_server.base_url, api_key="key-a", max_retries=8)
+
+
+def _assert_every_line_once(client, batch, n: int) -> None:
+    assert batch.status == "completed", batch
+    assert (batch.request_counts.total, batch.request_counts.completed, batch.request_counts.failed) == (n, n, 0)
+    output, errors = results_by_custom_id(client, batch)
+    assert set(output) == {f"r{i}" for i in range(n)} and errors == {}
+
+
+def test_finalize_on_a_full_disk_waits_in_finalizing_and_loses_no_line(fault_client, fault_server):
+    lines = [chat_line(f"r{i}", f"Count to {i}") for i in range(40)]
+    file = upload(fault_client, lines)
+    filler = fill(fault_server.data_dir / "blobs")
+    try:
+        batch = fault_client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions",
+                                            completion_window="24h")
+        stuck = wait_for(fault_client, batch.id, statuses={"finalizing"})
+        # Several finalize attempts (backoff 1 s) fail for want of space; the batch waits.
+        time.sleep(4)
+        stuck = fault_client.batches.retrieve(batch.id)
+        assert stuck.status == "finalizing" and stuck.output_file_id is None
+        assert stuck.request_counts.completed == 40
+        assert "No space left on device" in fault_server.log()
+    finally:
+        filler.unlink()
+    _assert_every_line_once(fault_client, wait_for(fault_client, batch.id, timeout=120), 40)
+
+
+def test_postgres_stopped_mid_batch_gives_503_then_nothing_is_lost(fault_client, fault_server, private_pg):
+    n = 400
+    batch = create(fault_client, [chat_line(f"r{i}", f"Write about {i}", max_tokens=16) for i in range(n)])
+    wait_for(fault_client, batch.id, until=lambda b: b.request_counts.completed >= 16)
+
+    private_pg.stop()
+    try:
+        calls = [
+            lambda: httpx.get(f"{fault_server.base_url}/batches/{batch.id}", headers=HEADERS, timeout=30),
+            lambda: httpx.get(f"{fault_server.base_url}/files", headers=HEADERS, timeout=30),
+            lambda: httpx.post(f"{fault_server.base_url}/files", headers=HEADERS, timeout=30,
+                               files={"file": ("a.jsonl", b'{"a": 1}\n')}, data={"purpose": "batch"}),
+            lambda: httpx.post(f"{fault_server.base_url}/uploads", headers=HEADERS, timeout=30,
+                               json={"bytes": 1, "filename": "a.jsonl", "mime_type": "text/jsonl",
+                                     "purpose": "batch"}),
+        ]
+        for call in calls:
+            response = call()
+            assert response.status_code == 503, response.text
+            assert int(response.headers["retry-after"]) >= 1
+            error = response.json()["error"]
+            assert error["type"] == "server_error" and "database" in error["message"]
+        time.sleep(3)  # the worker's flushes, heartbeats and claims fail meanwhile
+    finally:
+        private_pg.start()
+
+    _assert_every_line_once(fault_client, wait_for(fault_client, batch.id, timeout=600), n)
+    # The outage was answered, not crashed on: no unhandled tracebacks in the server's log.
+    assert "Exception in ASGI application" not in fault_server.log()
