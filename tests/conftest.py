@@ -18,7 +18,7 @@ from tests.support.server import ServerProcess
 REQUIRE_POSTGRES = os.environ.get("BATCHD_TEST_REQUIRE_POSTGRES") == "1"
 
 KEYS = {"key-a": "proj-a", "key-b": "proj-b", "key-list": "proj-list", "key-batch-list": "proj-batch-list",
-        "key-hooks": "proj-hooks"}
+        "key-hooks": "proj-hooks", "key-load": "proj-load"}
 # Webhook tests deliver to receivers on 127.0.0.1, retrying fast.
 WEBHOOK_TEST_ENV = {"BATCHD_WEBHOOK_ALLOW_HOSTS": "127.0.0.1", "BATCHD_WEBHOOK_RETRY_BASE_SECONDS": "0.5",
                     "BATCHD_WEBHOOK_POLL_SECONDS": "0.2"}

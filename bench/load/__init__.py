@@ -1,0 +1,1 @@
+"""Load test: many concurrent API clients against one `batchd serve` while batches run."""

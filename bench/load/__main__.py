@@ -1,0 +1,145 @@
+"""Load test: 50 concurrent clients for 2 minutes against `batchd serve` (built-in models), on
+SQLite and on Postgres; then every batch must end and every file round-trip.
+
+    .venv/bin/python -m bench.load [--backends sqlite,postgres] [--clients 50] [--duration 120]
+                                   [--name 2026-11-23-load]
+
+Writes bench/results/<name>.json, .md and .png. Exits 1 if any call failed (other than a 503 with
+Retry-After, which is retried) or anything was lost; the p99 target is reported, not enforced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import datetime as dt
+import json
+import os
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import asyncpg
+import httpx
+
+from bench.load.harness import LoadConfig, percentiles, run_load
+from bench.load.report import markdown, write_chart
+from bench.load.verify import verify
+from bench.machine import machine_info
+from bench.proc import kill_tree
+
+RESULTS = Path(__file__).parents[1] / "results"
+API_KEY = "load-key"
+PG_ADMIN = os.environ.get("BATCHD_BENCH_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+class Server:
+    """`batchd serve` with the built-in models on a free port, in its own process group."""
+
+    def __init__(self, work: Path, database_url: str | None) -> None:
+        import socket
+        import subprocess
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        cmd = [str(Path(sys.executable).with_name("batchd")), "serve", "--port", str(self.port),
+               "--data-dir", str(work / "data")]
+        if database_url:
+            cmd += ["--database-url", database_url]
+        env = {**os.environ, "BATCHD_API_KEYS": f"{API_KEY}=load", "BATCHD_LOG_LEVEL": "warning"}
+        self.log = (work / "server.log").open("wb")
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+
+    def wait_healthy(self, timeout: float = 1800) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"batchd exited with {self.proc.returncode}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        raise TimeoutError("batchd did not become healthy")
+
+    def stop(self) -> None:
+        kill_tree(self.proc.pid)
+        self.proc.wait()
+        self.log.close()
+
+
+async def _pg(sql: str) -> None:
+    conn = await asyncpg.connect(PG_ADMIN, timeout=5)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+def run_backend(backend: str, config: LoadConfig, work: Path, log=print) -> dict:
+    database_url = None
+    if backend == "postgres":
+        name = f"batchd_load_{uuid.uuid4().hex[:10]}"
+        asyncio.run(_pg(f'CREATE DATABASE "{name}"'))
+        database_url = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://", 1) + "/" + name
+    (work / backend).mkdir(parents=True, exist_ok=True)
+    server = Server(work / backend, database_url)
+    try:
+        log(f"[{backend}] starting batchd serve (built-in models) ...")
+        server.wait_healthy()
+        load_before = os.getloadavg()
+        log(f"[{backend}] {config.clients} clients for {config.duration_s:.0f} s ...")
+        stats = asyncio.run(run_load(server.base_url, API_KEY, config))
+        load_after = os.getloadavg()
+        log(f"[{backend}] load done: {sum(len(v) for v in stats.latencies.values())} calls, "
+            f"{len(stats.errors)} errors; verifying ...")
+        checked = asyncio.run(verify(server.base_url, API_KEY, stats))
+    finally:
+        server.stop()
+        if database_url:
+            asyncio.run(_pg(f'DROP DATABASE IF EXISTS "{database_url.rsplit("/", 1)[1]}" WITH (FORCE)'))
+    return {
+        "backend": backend,
+        "operations": {op: percentiles(values) for op, values in sorted(stats.latencies.items())},
+        "errors": stats.errors,
+        "retried_503": dict(stats.retried_503),
+        "cancel_conflicts": stats.cancel_conflicts,
+        "verify": checked,
+        "loadavg_before": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in load_after],
+        "timeline": [(round(t, 3), op, round(s * 1000, 2)) for t, op, s in stats.timeline if op == "batches.retrieve"],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.load", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backends", default="sqlite,postgres")
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--duration", type=float, default=120.0)
+    parser.add_argument("--think", type=float, default=0.25, help="mean pause between a client's calls (s)")
+    parser.add_argument("--name", default=f"{dt.date.today().isoformat()}-load")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    config = LoadConfig(clients=args.clients, duration_s=args.duration, think_s=args.think)
+    work = Path(tempfile.mkdtemp(prefix="batchd-load-"))
+    report = {"date": dt.date.today().isoformat(), "config": dataclasses.asdict(config), "machine": machine_info(),
+              "runs": [run_backend(b.strip(), config, work) for b in args.backends.split(",") if b.strip()]}
+    args.results_dir.mkdir(parents=True, exist_ok=True)
+    base = args.results_dir / args.name
+    base.with_suffix(".json").write_text(json.dumps(report, indent=1))
+    write_chart(report, base.with_suffix(".png"))
+    base.with_suffix(".md").write_text(markdown(report, base.with_suffix(".png").name))
+    print(f"wrote {base}.{{json,md,png}}; work dir {work}")
+    failed = any(run["errors"] or run["verify"]["problems"] for run in report["runs"])
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

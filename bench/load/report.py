@@ -1,0 +1,88 @@
+"""The load report: a latency table per backend (p50/p95/p99 per operation) and a chart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+RETRIEVE_P99_TARGET_MS = 250.0
+
+
+def _ms(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
+
+
+def markdown(report: dict, chart_name: str) -> str:
+    c, m = report["config"], report["machine"]
+    out = [
+        f"# Load test, {report['date']}",
+        "",
+        f"{c['clients']} concurrent clients (official `openai` async client, one connection pool each) for "
+        f"{c['duration_s']:.0f} s against one `batchd serve` with the built-in models, each client looping "
+        f"over uploads, chunked uploads, lists, retrieves, downloads, batch creates, retrieves and cancels "
+        f"with a random pause of 0-{2 * c['think_s']:.2f} s between calls; batches of {c['lines_per_batch']} "
+        f"chat lines x {c['max_tokens']} tokens keep the engine saturated. Clients run on the same machine.",
+        "",
+        f"Machine: {m['cpus']} CPUs, {m['memory_gib']} GiB, {m['platform']}; commit {m['batchd_commit']}.",
+        "",
+        f"![latency per operation]({chart_name})",
+        "",
+    ]
+    for run in report["runs"]:
+        v = run["verify"]
+        retrieve = run["operations"].get("batches.retrieve", {})
+        p99 = retrieve.get("p99")
+        verdict = "pass" if p99 is not None and p99 < RETRIEVE_P99_TARGET_MS else "MISSED"
+        out += [
+            f"## {run['backend']}",
+            "",
+            f"Load average (1/5/15 min) before: {run['loadavg_before']}, after: {run['loadavg_after']}.",
+            "",
+            "| operation | calls | p50 ms | p95 ms | p99 ms | max ms | 503 retried |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for op, p in run["operations"].items():
+            out.append(f"| {op} | {p['n']} | {_ms(p['p50'])} | {_ms(p['p95'])} | {_ms(p['p99'])} | {_ms(p['max'])} "
+                       f"| {run['retried_503'].get(op, 0)} |")
+        out += [
+            "",
+            f"- Errors (anything but a retried 503 + Retry-After): **{len(run['errors'])}**"
+            + ("" if not run["errors"] else ": " + "; ".join(run["errors"][:5])),
+            f"- Cancels that raced a batch's own completion (documented 409): {run['cancel_conflicts']}",
+            f"- Nothing lost: {v['batches']} batches all ended ({v['batches_by_status']}), drained "
+            f"{v['drain_s']} s after the load stopped; {v['files_checked']} files round-tripped; "
+            f"problems: **{len(v['problems'])}**" + ("" if not v["problems"] else ": " + "; ".join(v["problems"][:5])),
+            f"- Target p99 of `batches.retrieve` < {RETRIEVE_P99_TARGET_MS:.0f} ms while the engine is saturated: "
+            f"{_ms(p99)} ms, **{verdict}**",
+            "",
+        ]
+    return "\n".join(out)
+
+
+def write_chart(report: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = report["runs"]
+    fig, axes = plt.subplots(1, len(runs), figsize=(7 * len(runs), 4.8), squeeze=False)
+    for ax, run in zip(axes[0], runs, strict=True):
+        ops = list(run["operations"])
+        width = 0.27
+        for k, (key, label) in enumerate((("p50", "p50"), ("p95", "p95"), ("p99", "p99"))):
+            values = [run["operations"][op][key] or 0 for op in ops]
+            ax.bar([i + (k - 1) * width for i in range(len(ops))], values, width, label=label)
+        ax.axhline(RETRIEVE_P99_TARGET_MS, color="red", linestyle="--", linewidth=1,
+                   label=f"{RETRIEVE_P99_TARGET_MS:.0f} ms (retrieve p99 target)")
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(ops)))
+        ax.set_xticklabels(ops, rotation=35, ha="right", fontsize=8)
+        ax.set_ylabel("latency, ms (log)")
+        ax.set_title(f"{run['backend']}: {sum(p['n'] for p in run['operations'].values()):,} calls, "
+                     f"{len(run['errors'])} errors")
+        ax.legend(fontsize=7)
+    c = report["config"]
+    fig.suptitle(f"batchd load test {report['date']}: {c['clients']} clients x {c['duration_s']:.0f} s")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
