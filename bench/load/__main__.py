@@ -33,13 +33,14 @@ from bench.proc import kill_tree
 
 RESULTS = Path(__file__).parents[1] / "results"
 API_KEY = "load-key"
+BUILT_IN_MODELS = ("batchd-tiny-chat", "all-MiniLM-L6-v2")
 PG_ADMIN = os.environ.get("BATCHD_BENCH_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
 class Server:
     """`batchd serve` with the built-in models on a free port, in its own process group."""
 
-    def __init__(self, work: Path, database_url: str | None) -> None:
+    def __init__(self, work: Path, database_url: str | None, enforce_eager: bool = False) -> None:
         import socket
         import subprocess
 
@@ -50,6 +51,11 @@ class Server:
                "--data-dir", str(work / "data")]
         if database_url:
             cmd += ["--database-url", database_url]
+        if enforce_eager:  # no torch.compile: the engines start minutes sooner on a busy machine
+            config = work / "models.json"
+            config.write_text(json.dumps({"models": {name: {"engine_args": {"enforce_eager": True}}
+                                                     for name in BUILT_IN_MODELS}}))
+            cmd += [arg for name in BUILT_IN_MODELS for arg in ("--model", name)] + ["--config", str(config)]
         env = {**os.environ, "BATCHD_API_KEYS": f"{API_KEY}=load", "BATCHD_LOG_LEVEL": "warning"}
         self.log = (work / "server.log").open("wb")
         self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -82,14 +88,14 @@ async def _pg(sql: str) -> None:
         await conn.close()
 
 
-def run_backend(backend: str, config: LoadConfig, work: Path, log=print) -> dict:
+def run_backend(backend: str, config: LoadConfig, work: Path, enforce_eager: bool, log=print) -> dict:
     database_url = None
     if backend == "postgres":
         name = f"batchd_load_{uuid.uuid4().hex[:10]}"
         asyncio.run(_pg(f'CREATE DATABASE "{name}"'))
         database_url = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://", 1) + "/" + name
     (work / backend).mkdir(parents=True, exist_ok=True)
-    server = Server(work / backend, database_url)
+    server = Server(work / backend, database_url, enforce_eager)
     try:
         log(f"[{backend}] starting batchd serve (built-in models) ...")
         server.wait_healthy()
@@ -124,13 +130,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--duration", type=float, default=120.0)
     parser.add_argument("--think", type=float, default=0.25, help="mean pause between a client's calls (s)")
+    parser.add_argument("--enforce-eager", action="store_true", help="engines without torch.compile")
     parser.add_argument("--name", default=f"{dt.date.today().isoformat()}-load")
     parser.add_argument("--results-dir", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     config = LoadConfig(clients=args.clients, duration_s=args.duration, think_s=args.think)
     work = Path(tempfile.mkdtemp(prefix="batchd-load-"))
     report = {"date": dt.date.today().isoformat(), "config": dataclasses.asdict(config), "machine": machine_info(),
-              "runs": [run_backend(b.strip(), config, work) for b in args.backends.split(",") if b.strip()]}
+              "enforce_eager": args.enforce_eager,
+              "runs": [run_backend(b.strip(), config, work, args.enforce_eager) for b in args.backends.split(",") if b.strip()]}
     args.results_dir.mkdir(parents=True, exist_ok=True)
     base = args.results_dir / args.name
     base.with_suffix(".json").write_text(json.dumps(report, indent=1))
