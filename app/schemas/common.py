@@ -53,3 +53,10 @@ ERROR_RESPONSES = {
 def error_doc(description: str) -> dict:
     """A route's extra documented error status: OpenAI's envelope with its own description."""
     return {"model": ErrorResponse, "description": description}
+
+
+def multipart_openapi(required: list[str], properties: dict) -> dict:
+    """`openapi_extra` documenting a multipart body that a route parses by hand from the stream
+    (so it never sits in memory) instead of declaring it as parameters."""
+    schema = {"type": "object", "required": required, "properties": properties}
+    return {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": schema}}}}

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from app.schemas.common import multipart_openapi
+
 UPLOAD_PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")
 OUTPUT_PURPOSE = "batch_output"
 
@@ -40,28 +42,12 @@ class FileDeleted(BaseModel):
     deleted: bool
 
 
-# The request body is parsed by hand from the stream (so it never sits in memory); this schema
-# only documents it in /openapi.json.
-FILE_UPLOAD_OPENAPI = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "multipart/form-data": {
-                "schema": {
-                    "type": "object",
-                    "required": ["file", "purpose"],
-                    "properties": {
-                        "file": {"type": "string", "format": "binary"},
-                        "purpose": {"type": "string", "enum": list(UPLOAD_PURPOSES)},
-                        "expires_after[anchor]": {"type": "string", "enum": ["created_at"]},
-                        "expires_after[seconds]": {
-                            "type": "integer",
-                            "minimum": 3600,
-                            "maximum": 2592000,
-                        },
-                    },
-                }
-            }
-        },
-    }
-}
+FILE_UPLOAD_OPENAPI = multipart_openapi(
+    ["file", "purpose"],
+    {
+        "file": {"type": "string", "format": "binary"},
+        "purpose": {"type": "string", "enum": list(UPLOAD_PURPOSES)},
+        "expires_after[anchor]": {"type": "string", "enum": ["created_at"]},
+        "expires_after[seconds]": {"type": "integer", "minimum": 3600, "maximum": 2592000},
+    },
+)

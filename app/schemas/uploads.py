@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.schemas.common import multipart_openapi
 from app.schemas.files import FileObject
 
 MIN_FILE_EXPIRY_SECONDS = 3600
@@ -75,18 +76,4 @@ class UploadPartObject(BaseModel):
         return cls(id=row.id, created_at=row.created_at, upload_id=row.upload_id)
 
 
-# The part body is parsed by hand from the stream (never held in memory); this only documents it.
-UPLOAD_PART_OPENAPI = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "multipart/form-data": {
-                "schema": {
-                    "type": "object",
-                    "required": ["data"],
-                    "properties": {"data": {"type": "string", "format": "binary"}},
-                }
-            }
-        },
-    }
-}
+UPLOAD_PART_OPENAPI = multipart_openapi(["data"], {"data": {"type": "string", "format": "binary"}})
