@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import datetime as dt
 import json
@@ -24,7 +25,9 @@ from pathlib import Path
 
 import asyncpg
 import httpx
+import psutil
 
+from bench.load.profile import Profiler
 from bench.load.harness import LoadConfig, percentiles, run_load
 from bench.load.report import markdown, write_chart
 from bench.load.verify import verify
@@ -80,6 +83,34 @@ class Server:
         self.log.close()
 
 
+class CpuMeter:
+    """CPU seconds spent during the load by the API process, its engine processes, this
+    harness (the 50 clients) and the whole machine: where the two CPUs went."""
+
+    def __init__(self, server_pid: int) -> None:
+        self.server = psutil.Process(server_pid)
+        self.start = self._sample()
+
+    def _sample(self) -> dict[str, float]:
+        def busy(times) -> float:
+            return times.user + times.system
+
+        engines = 0.0
+        for child in self.server.children(recursive=True):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                engines += busy(child.cpu_times())
+        machine = psutil.cpu_times()
+        return {"api": busy(self.server.cpu_times()), "engines": engines, "clients": busy(psutil.Process().cpu_times()),
+                "machine": machine.user + machine.system + machine.nice + getattr(machine, "irq", 0)
+                + getattr(machine, "softirq", 0), "wall": time.monotonic()}
+
+    def stop(self) -> dict[str, float]:
+        end = self._sample()
+        spent = {key: round(end[key] - self.start[key], 1) for key in end}
+        spent["available"] = round(spent.pop("wall") * (os.cpu_count() or 1), 1)
+        return spent
+
+
 async def _pg(sql: str) -> None:
     conn = await asyncpg.connect(PG_ADMIN, timeout=5)
     try:
@@ -101,7 +132,12 @@ def run_backend(backend: str, config: LoadConfig, work: Path, enforce_eager: boo
         server.wait_healthy()
         load_before = os.getloadavg()
         log(f"[{backend}] {config.clients} clients for {config.duration_s:.0f} s ...")
+        cpu = CpuMeter(server.proc.pid)
+        # Sample the middle of the run, when the engine is saturated.
+        profiler = Profiler(server.proc.pid, int(config.duration_s / 2), work / backend / "api-profile.txt")
         stats = asyncio.run(run_load(server.base_url, API_KEY, config))
+        cpu_seconds = cpu.stop()
+        profile = profiler.summary()
         load_after = os.getloadavg()
         log(f"[{backend}] load done: {sum(len(v) for v in stats.latencies.values())} calls, "
             f"{len(stats.errors)} errors; verifying ...")
@@ -117,6 +153,8 @@ def run_backend(backend: str, config: LoadConfig, work: Path, enforce_eager: boo
         "retried_503": dict(stats.retried_503),
         "cancel_conflicts": stats.cancel_conflicts,
         "verify": checked,
+        "cpu_seconds": cpu_seconds,
+        "api_profile": profile,
         "loadavg_before": [round(x, 2) for x in load_before],
         "loadavg_after": [round(x, 2) for x in load_after],
         "timeline": [(round(t, 3), op, round(s * 1000, 2)) for t, op, s in stats.timeline if op == "batches.retrieve"],

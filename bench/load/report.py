@@ -11,6 +11,24 @@ def _ms(value: float | None) -> str:
     return "—" if value is None else f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
 
 
+def _cpu_line(cpu: dict | None) -> str:
+    if not cpu:
+        return ""
+    other = cpu["machine"] - cpu["api"] - cpu["engines"] - cpu["clients"]
+    return (f"CPU seconds during the load ({cpu['available']:.0f} available on all CPUs): API process "
+            f"{cpu['api']:.0f}, engine processes {cpu['engines']:.0f}, load clients {cpu['clients']:.0f}, "
+            f"everything else on the machine (other users' tests) {other:.0f}; busy in total {cpu['machine']:.0f}.")
+
+
+def _profile_lines(profile: dict | None) -> list[str]:
+    if not profile:
+        return []
+    rows = [f"API process sampled with py-spy ({profile['samples']} samples while busy, 50 per second over half the run); "
+            "where its samples end, by file:", "", "| file | share of samples |", "|---|---:|"]
+    rows += [f"| `{name}` | {share:.1f}% |" for name, share in profile["files"]]
+    return rows + [""]
+
+
 def markdown(report: dict, chart_name: str) -> str:
     c, m = report["config"], report["machine"]
     out = [
@@ -37,6 +55,9 @@ def markdown(report: dict, chart_name: str) -> str:
             "",
             f"Load average (1/5/15 min) before: {run['loadavg_before']}, after: {run['loadavg_after']}.",
             "",
+            _cpu_line(run.get("cpu_seconds")),
+            "",
+            *_profile_lines(run.get("api_profile")),
             "| operation | calls | p50 ms | p95 ms | p99 ms | max ms | 503 retried |",
             "|---|---:|---:|---:|---:|---:|---:|",
         ]

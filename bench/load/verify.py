@@ -44,14 +44,20 @@ async def verify(base_url: str, api_key: str, stats: Stats, timeout_s: float = 9
         if batch.status == "failed":
             problems.append(f"{batch_id} failed: {batch.errors}")
             return
+        if batch.status == "cancelled" and batch.in_progress_at is None:
+            # Cancelled before validation finished: no line ran and, as on OpenAI, no files.
+            expected = 0
+            statuses[batch_id] = "cancelled before validation"
+        else:
+            expected = lines
         async with gate:
             rows = await _lines(api, batch.output_file_id) + await _lines(api, batch.error_file_id)
         ids = sorted(row["custom_id"] for row in rows)
-        if len(ids) != lines or len(set(ids)) != lines:
+        if len(ids) != expected or len(set(ids)) != expected:
             problems.append(f"{batch_id} ({batch.status}): {len(ids)} result lines, {len(set(ids))} distinct, "
-                            f"expected {lines}")
+                            f"expected {expected}")
         counts = batch.request_counts
-        if counts.total != lines or counts.completed + counts.failed != lines:
+        if counts.total != expected or counts.completed + counts.failed != expected:
             problems.append(f"{batch_id} ({batch.status}): request_counts {counts}")
 
     async def round_trip(file_id: str, sha256: str) -> None:
