@@ -174,9 +174,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = LoadConfig(clients=args.clients, duration_s=args.duration, think_s=args.think)
     work = Path(tempfile.mkdtemp(prefix="batchd-load-"))
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     report = {"date": dt.date.today().isoformat(), "config": dataclasses.asdict(config), "machine": machine_info(),
               "enforce_eager": args.enforce_eager,
-              "runs": [run_backend(b.strip(), config, work, args.enforce_eager) for b in args.backends.split(",") if b.strip()]}
+              "runs": [run_backend(backend, config, work, args.enforce_eager) for backend in backends]}
     args.results_dir.mkdir(parents=True, exist_ok=True)
     base = args.results_dir / args.name
     base.with_suffix(".json").write_text(json.dumps(report, indent=1))

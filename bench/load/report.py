@@ -23,8 +23,8 @@ def _cpu_line(cpu: dict | None) -> str:
 def _profile_lines(profile: dict | None) -> list[str]:
     if not profile:
         return []
-    rows = [f"API process sampled with py-spy ({profile['samples']} samples while busy, 50 per second over half the run); "
-            "where its samples end, by file:", "", "| file | share of samples |", "|---|---:|"]
+    rows = [f"API process sampled with py-spy ({profile['samples']} samples while busy, 50 per second "
+            "over half the run); where its samples end, by file:", "", "| file | share of samples |", "|---|---:|"]
     rows += [f"| `{name}` | {share:.1f}% |" for name, share in profile["files"]]
     return rows + [""]
 
