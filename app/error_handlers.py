@@ -136,6 +136,9 @@ def install_error_handlers(app: FastAPI) -> None:
             return _respond(request, ServiceUnavailable("The database is busy; please retry."))
         if is_database_unreachable(exc):
             return _respond(request, ServiceUnavailable("The database is unavailable; please retry.", retry_after=2))
+        if "database or disk is full" in str(exc.orig).lower():  # SQLite on a full filesystem
+            return _respond(request, InsufficientStorage("The server's database has no space left; "
+                                                         "nothing was stored. Please retry later."))
         log.exception("database error", exc_info=exc)
         return _respond(request, ApiError("The server had an error while processing your request."))
 
