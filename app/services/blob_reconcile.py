@@ -9,6 +9,7 @@ import logging
 
 from app.db.engine import Database
 from app.db.repositories.files import FileRepository
+from app.db.repositories.uploads import UploadRepository
 from app.storage.base import BlobStore
 
 log = logging.getLogger("batchd.storage")
@@ -24,6 +25,8 @@ async def remove_orphan_blobs(db: Database, store: BlobStore, min_age_seconds: f
     async with db.read() as session:
         async for project, file_id in FileRepository(session).live_ids():
             candidates.discard(store.blob_name(project, file_id))
+        async for project, part_id in UploadRepository(session).part_ids():  # Uploads API parts
+            candidates.discard(store.blob_name(project, part_id))
     for name in candidates:
         await store.delete_named(name)
     if candidates:

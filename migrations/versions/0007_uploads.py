@@ -1,7 +1,7 @@
 """uploads and upload_parts (OpenAI Uploads API)
 
 Revision ID: 0007
-Revises: 0003
+Revises: 0004
 Create Date: 2026-11-23
 """
 
@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0007"
-down_revision = "0003"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 

@@ -24,6 +24,9 @@ def test_restart_removes_old_orphan_blobs_and_keeps_live_ones(tmp_path, database
     client = openai.OpenAI(base_url=server.base_url, api_key="any", max_retries=0)
     live, rowless, tombstone = (client.files.create(file=(f"{n}.jsonl", b"{}\n"), purpose="batch")
                                 for n in ("live", "rowless", "tombstone"))
+    # A pending upload's part has no file row, yet is live.
+    upload = client.uploads.create(bytes=3, filename="u.jsonl", mime_type="text/jsonl", purpose="batch")
+    part = client.uploads.parts.create(upload_id=upload.id, data=b"{}\n")
     # Died after the blob commit, before the row's: the row never landed.
     db.execute(server, "DELETE FROM files WHERE id = :id", id=rowless.id)
     # Died after the delete's commit, before the blob's removal: a tombstone, blob still there.
@@ -44,6 +47,9 @@ def test_restart_removes_old_orphan_blobs_and_keeps_live_ones(tmp_path, database
     assert not db.has_blob(server, "default", rowless.id)
     assert not db.has_blob(server, "default", tombstone.id)
     assert db.has_blob(server, "default", live.id)
+    assert db.has_blob(server, "default", part.id)
     client = openai.OpenAI(base_url=server.base_url, api_key="any", max_retries=0)
     assert client.files.content(live.id).content == b"{}\n"
+    done = client.uploads.complete(upload_id=upload.id, part_ids=[part.id])
+    assert client.files.content(done.file.id).content == b"{}\n"
     server.stop()

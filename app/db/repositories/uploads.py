@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -67,6 +67,12 @@ class UploadRepository:
         if upload_id is not None:
             statement = statement.where(UploadPart.upload_id == upload_id)
         return (await self.session.execute(statement)).scalars().all()
+
+    async def part_ids(self) -> AsyncIterator[tuple[str, str]]:
+        """(project, id) of every part still recorded, streamed: blobs the store holds for uploads."""
+        result = await self.session.stream(select(UploadPart.project, UploadPart.id))
+        async for project, part_id in result:
+            yield project, part_id
 
     async def delete_parts(self, parts: Sequence[UploadPart]) -> None:
         await self.session.execute(delete(UploadPart).where(UploadPart.seq.in_([p.seq for p in parts])))
