@@ -7,17 +7,22 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Request
 
 from app.api.deps import ProjectDep, UploadServiceDep
-from app.schemas.common import ERROR_RESPONSES
+from app.schemas.common import ERROR_RESPONSES, error_doc
 from app.schemas.uploads import (
-    UPLOAD_PART_OPENAPI, UploadCompleteRequest, UploadCreateRequest, UploadObject, UploadPartObject,
+    UPLOAD_COMPLETE_OPENAPI,
+    UPLOAD_CREATE_OPENAPI,
+    UPLOAD_PART_OPENAPI,
+    UploadCompleteRequest, UploadCreateRequest, UploadObject, UploadPartObject,
 )
 
 router = APIRouter(prefix="/uploads", tags=["uploads"], responses=ERROR_RESPONSES)
 
-_STORAGE_FULL = {507: ERROR_RESPONSES[400] | {"description": "No storage space left; nothing was stored"}}
+_STORAGE_FULL = {507: error_doc("No storage space left; nothing was stored")}
+_QUOTA = {429: error_doc("The project's storage limit is reached")}
 
 
-@router.post("", response_model=UploadObject)
+@router.post("", response_model=UploadObject, openapi_extra=UPLOAD_CREATE_OPENAPI,
+             responses={413: error_doc("Request body too large"), **_QUOTA})
 async def create_upload(
     project: ProjectDep, uploads: UploadServiceDep, body: Annotated[UploadCreateRequest | None, Body()] = None
 ) -> UploadObject:
@@ -29,7 +34,7 @@ async def create_upload(
     "/{upload_id}/parts",
     response_model=UploadPartObject,
     openapi_extra=UPLOAD_PART_OPENAPI,
-    responses={413: ERROR_RESPONSES[400] | {"description": "Part too large"}, **_STORAGE_FULL},
+    responses={413: error_doc("Part too large"), **_STORAGE_FULL},
 )
 async def add_upload_part(
     upload_id: str, request: Request, project: ProjectDep, uploads: UploadServiceDep
@@ -43,7 +48,8 @@ async def add_upload_part(
     return UploadPartObject.from_row(part)
 
 
-@router.post("/{upload_id}/complete", response_model=UploadObject, responses=_STORAGE_FULL)
+@router.post("/{upload_id}/complete", response_model=UploadObject, openapi_extra=UPLOAD_COMPLETE_OPENAPI,
+             responses={413: error_doc("Request body too large"), **_QUOTA, **_STORAGE_FULL})
 async def complete_upload(
     upload_id: str,
     project: ProjectDep,

@@ -4,28 +4,38 @@
 from __future__ import annotations
 
 import time
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from app.schemas.common import multipart_openapi
-from app.schemas.files import FileObject
+from app.schemas.files import UPLOAD_PURPOSES, FileObject
 
 MIN_FILE_EXPIRY_SECONDS = 3600
 MAX_FILE_EXPIRY_SECONDS = 2_592_000
+
+
+def _not_bool(value):
+    # JSON true/false is not an integer (pydantic's lax mode would read it as 1/0).
+    if isinstance(value, bool):
+        raise ValueError("Input should be a valid integer")
+    return value
+
+
+Integer = Annotated[int, BeforeValidator(_not_bool)]
 
 
 class UploadExpiresAfter(BaseModel):
     """Expiry of the File the upload becomes (the upload itself always expires after an hour)."""
 
     anchor: Literal["created_at"]
-    seconds: int = Field(ge=MIN_FILE_EXPIRY_SECONDS, le=MAX_FILE_EXPIRY_SECONDS)
+    seconds: Integer = Field(ge=MIN_FILE_EXPIRY_SECONDS, le=MAX_FILE_EXPIRY_SECONDS)
 
 
 class UploadCreateRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    bytes: int = Field(ge=0)
+    bytes: Integer = Field(ge=0)
     filename: str = Field(min_length=1, max_length=4096)
     mime_type: str = Field(min_length=1, max_length=256)
     purpose: str
@@ -77,3 +87,40 @@ class UploadPartObject(BaseModel):
 
 
 UPLOAD_PART_OPENAPI = multipart_openapi(["data"], {"data": {"type": "string", "format": "binary"}})
+
+
+def _json_body(schema: dict) -> dict:
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+# The bodies as documented (/openapi.json): what the service accepts, stated exactly (the parsing
+# models above are looser so the service can answer with OpenAI's own messages). Sizes are the
+# defaults (BATCHD_MAX_UPLOAD_BYTES; purpose=batch: BATCHD_MAX_BATCH_FILE_BYTES).
+UPLOAD_CREATE_OPENAPI = _json_body({
+    "type": "object",
+    "required": ["bytes", "filename", "mime_type", "purpose"],
+    "properties": {
+        "bytes": {"type": "integer", "minimum": 0, "maximum": 8 * 1024**3},
+        "filename": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[A-Za-z0-9._-]+$"},
+        "mime_type": {"type": "string", "minLength": 1, "maxLength": 256},
+        "purpose": {"type": "string", "enum": list(UPLOAD_PURPOSES)},
+        "expires_after": {
+            "type": ["object", "null"],
+            "required": ["anchor", "seconds"],
+            "properties": {"anchor": {"type": "string", "enum": ["created_at"]},
+                           "seconds": {"type": "integer", "minimum": MIN_FILE_EXPIRY_SECONDS,
+                                       "maximum": MAX_FILE_EXPIRY_SECONDS}},
+        },
+    },
+    # Batch input: a .jsonl name and at most the batch-file limit.
+    "if": {"properties": {"purpose": {"const": "batch"}}},
+    "then": {"properties": {"filename": {"pattern": "\\.jsonl$"}, "bytes": {"maximum": 200 * 1024**2}}},
+})
+UPLOAD_COMPLETE_OPENAPI = _json_body({
+    "type": "object",
+    "required": ["part_ids"],
+    "properties": {
+        "part_ids": {"type": "array", "items": {"type": "string"}, "maxItems": 10_000},
+        "md5": {"type": "string", "maxLength": 64},
+    },
+})

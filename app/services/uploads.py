@@ -26,6 +26,7 @@ from app.errors import InvalidRequest, MissingParameter, NotFound, PayloadTooLar
 from app.schemas.files import UPLOAD_PURPOSES
 from app.schemas.uploads import UploadCompleteRequest, UploadCreateRequest
 from app.services.files import BATCH_FILE_TTL_SECONDS, MULTIPART_OVERHEAD_BYTES, new_file_id, sanitize_filename
+from app.services.quotas import check_upload
 from app.services.unit_of_work import after_commit, on_rollback
 from app.services.upload_stream import receive_upload
 from app.storage.base import BlobStore, BlobWriter
@@ -80,6 +81,7 @@ class UploadService:
         filename = sanitize_filename(request.filename)
         if request.purpose == "batch" and not filename.lower().endswith(".jsonl"):
             raise InvalidRequest("Invalid file format for Batch API. Must be .jsonl", param="filename")
+        await check_upload(self.session, self.settings, project, request.bytes)
         now = int(time.time())
         upload = Upload(
             id=new_upload_id(), project=project, filename=filename, purpose=request.purpose,
@@ -184,6 +186,8 @@ class UploadService:
             raise MissingParameter("part_ids")
         upload = await self._read_pending(project, upload_id, "complete")
         parts = await self._ordered_parts(upload, request.part_ids)
+        async with self.db.read() as session:  # files stored since the upload was created count
+            await check_upload(session, self.settings, project, upload.bytes)
         writer, md5 = await self._concatenate(project, parts)
         if request.md5 is not None and request.md5.strip().lower() != md5:
             await writer.discard()
