@@ -1,6 +1,6 @@
 """uploads and upload_parts (OpenAI Uploads API)
 
-Revision ID: 0007
+Revision ID: 0005
 Revises: 0004
 Create Date: 2026-11-23
 """
@@ -8,7 +8,7 @@ Create Date: 2026-11-23
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0007"
+revision = "0005"
 down_revision = "0004"
 branch_labels = None
 depends_on = None
