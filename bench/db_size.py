@@ -46,6 +46,7 @@ def main() -> None:
     rows = []
     try:
         server.start(timeout=600)
+        args.autovacuum = db.execute(server, "SHOW autovacuum")[0][0]
         client = openai.OpenAI(base_url=server.base_url, api_key="bench", timeout=600, max_retries=5)
         before = _sizes(server)
         for i in range(args.batches):
@@ -67,7 +68,8 @@ def _write_report(args, before, rows) -> None:
         "# Database size across batches (Postgres)", "",
         f"{args.batches} embedding batches of {args.lines:,} lines ({EMBED_MODEL}), one after the other, through one "
         f"`batchd serve` on a fresh Postgres database; commit `{commit}`, {time.strftime('%Y-%m-%d')}. "
-        "`python -m bench.db_size` reproduces it. Autovacuum at Postgres defaults; nothing else runs VACUUM.", "",
+        "`python -m bench.db_size` reproduces it. Finalize deletes a batch's checkpoint rows and then runs "
+        f"`VACUUM batch_lines`; this Postgres has autovacuum {args.autovacuum}.", "",
         f"Before the first batch: database {before[0] / mib:.1f} MiB, `batch_lines` {before[1] / mib:.2f} MiB.", "",
         "| after batch | lines finished in all | batch time (s) | database (MiB) | `batch_lines` (MiB) | rows left in `batch_lines` |",
         "|---:|---:|---:|---:|---:|---:|",
