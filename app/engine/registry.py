@@ -26,21 +26,12 @@ from vllm.v1.engine.exceptions import EngineDeadError as VllmEngineDeadError
 
 from app.engine import launch
 from app.engine.cpu_affinity import pin_off_worker_cpus, unpin
-from app.engine.endpoints import ALL_ENDPOINTS, normalize_endpoint
+from app.engine.endpoints import normalize_endpoint
 from app.engine.errors import EngineDeadError, EngineNotReadyError, RequestAborted
+from app.engine.line_checks import common_line_problem
 from app.engine.model_engine import ModelEngine, error_reply
 from app.engine.requests import body_problem
-from app.engine.results import (
-    INVALID_REQUEST,
-    INVALID_URL,
-    MISSING_REQUIRED_PARAMETER,
-    MODEL_NOT_FOUND,
-    STREAMING_UNSUPPORTED,
-    UNSUPPORTED_ENDPOINT,
-    LineProblem,
-    LineResult,
-    Usage,
-)
+from app.engine.results import LineProblem, LineResult, Usage
 from app.engine.specs import ModelConfigError, ModelSpec
 
 logger = logging.getLogger(__name__)
@@ -176,42 +167,9 @@ class EngineRegistry:
         ``streaming_unsupported`` (param ``body.stream``).
         """
         self._require_ready()
-        canonical = normalize_endpoint(endpoint)
-        if canonical is None:
-            supported = ", ".join(sorted(ALL_ENDPOINTS))
-            return LineProblem(
-                INVALID_URL, f"Unsupported url {endpoint!r}; supported: {supported}.", "url"
-            )
-        if not isinstance(body, dict):
-            return LineProblem(INVALID_REQUEST, "body must be a JSON object.", "body")
-        model = body.get("model")
-        if model is None:
-            return LineProblem(
-                MISSING_REQUIRED_PARAMETER, "Missing required parameter: 'model'.", "body.model"
-            )
-        if not isinstance(model, str):
-            return LineProblem(INVALID_REQUEST, "body.model must be a string.", "body.model")
-        engine = self._engines.get(model)
-        if engine is None:
-            served = ", ".join(self._engines)
-            return LineProblem(
-                MODEL_NOT_FOUND,
-                f"The model {model!r} does not exist. Served models: {served}.",
-                "body.model",
-            )
-        if canonical not in engine.endpoints:
-            supported = ", ".join(sorted(engine.endpoints)) or "none"
-            return LineProblem(
-                UNSUPPORTED_ENDPOINT,
-                f"The model {model!r} does not support {canonical} (it supports: {supported}).",
-                "url",
-            )
-        if body.get("stream") is True:
-            return LineProblem(
-                STREAMING_UNSUPPORTED,
-                "Streaming is not supported in batch requests; omit stream or set it to false.",
-                "body.stream",
-            )
+        problem, canonical = common_line_problem(endpoint, body, self._endpoints_of, self._engines)
+        if problem is not None:
+            return problem
         return body_problem(canonical, body)
 
     async def execute(self, endpoint: str, body: Any, request_id: str) -> LineResult:
@@ -294,6 +252,10 @@ class EngineRegistry:
         return True
 
     # -- helpers -----------------------------------------------------------
+
+    def _endpoints_of(self, model: str) -> frozenset[str] | None:
+        engine = self._engines.get(model)
+        return None if engine is None else engine.endpoints
 
     def _route(self, endpoint: str, model: Any) -> ModelEngine | None:
         if isinstance(model, str):
