@@ -25,6 +25,9 @@ FAILURES_TO_EJECT = 3
 FIRST_COOLDOWN_S = 1.0
 # The window halves at most this often: the rejections of one burst arrive together.
 DECREASE_EVERY_S = 1.0
+# A window that has not shrunk for this long is given its full size back at the next probe:
+# growth by successes alone never happens on a URL that gets little traffic.
+RESTORE_AFTER_S = 10.0
 
 
 class Target:
@@ -143,7 +146,10 @@ class TargetPool:
     def set_state(self, target: Target, state: State, why: str = "") -> None:
         """Discovery's verdict, or an ejection; a URL out of rotation is probed after its cooldown."""
         if state == target.state:
-            if state != "up":  # still failing: wait longer before the next probe
+            if state == "up" and target.window < target.max_window and (
+                    time.monotonic() - target._last_decrease >= RESTORE_AFTER_S):
+                target.window = float(target.max_window)
+            elif state != "up":  # still failing: wait longer before the next probe
                 target.cooldown = min(target.max_cooldown, target.cooldown * 2)
                 target.down_until = time.monotonic() + target.cooldown
             return
