@@ -10,27 +10,28 @@ import asyncio
 import logging
 import time
 
-import httpx
+import aiohttp
 import orjson
 
 from app.engine.upstream.targets import State, Target, TargetPool
 
 log = logging.getLogger("batchd.upstream")
 
-PROBE_TIMEOUT_S = 5.0
+_PROBE_TIMEOUT = aiohttp.ClientTimeout(total=5.0)
 _TICK_S = 0.25
 
 
-async def probe(client: httpx.AsyncClient, target: Target, model: str, headers: dict[str, str]) -> tuple[State, str]:
+async def probe(client: aiohttp.ClientSession, target: Target, model: str, headers: dict[str, str]) -> tuple[State, str]:
     """``(state, why)`` of one URL for ``model``."""
     try:
-        response = await client.get(f"{target.url}/models", headers=headers, timeout=PROBE_TIMEOUT_S)
-    except httpx.HTTPError as exc:
+        async with client.get(f"{target.url}/models", headers=headers, timeout=_PROBE_TIMEOUT) as response:
+            status, raw = response.status, await response.read()
+    except (aiohttp.ClientError, TimeoutError) as exc:
         return "down", repr(exc)
-    if response.status_code != 200:
-        return "down", f"GET /models answered HTTP {response.status_code}"
+    if status != 200:
+        return "down", f"GET /models answered HTTP {status}"
     try:
-        ids = {card.get("id") for card in orjson.loads(response.content).get("data", [])}
+        ids = {card.get("id") for card in orjson.loads(raw).get("data", [])}
     except (orjson.JSONDecodeError, AttributeError, TypeError):
         return "down", "GET /models did not answer a model list"
     if model not in ids:
@@ -38,14 +39,14 @@ async def probe(client: httpx.AsyncClient, target: Target, model: str, headers: 
     return "up", ""
 
 
-async def probe_all(client: httpx.AsyncClient, pool: TargetPool, model: str, headers: dict[str, str]) -> None:
+async def probe_all(client: aiohttp.ClientSession, pool: TargetPool, model: str, headers: dict[str, str]) -> None:
     """Probe every URL of ``pool`` once, side by side."""
     results = await asyncio.gather(*(probe(client, t, model, headers) for t in pool.targets))
     for target, (state, why) in zip(pool.targets, results):
         pool.set_state(target, state, why)
 
 
-async def watch(client: httpx.AsyncClient, pool: TargetPool, target: Target, model: str,
+async def watch(client: aiohttp.ClientSession, pool: TargetPool, target: Target, model: str,
                 headers: dict[str, str], interval: float) -> None:
     """Probe ``target`` forever: every ``interval`` while up, after its cooldown while not
     (it may leave the rotation between two probes, hence the short ticks)."""

@@ -17,7 +17,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-import httpx
+import aiohttp
 import orjson
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_before_delay, wait_exponential_jitter
 
@@ -61,7 +61,7 @@ def _wait(retry_state) -> float:
     return max(_backoff(retry_state), getattr(exc, "retry_after", 0.0))
 
 
-async def send(client: httpx.AsyncClient, upstream: Upstream, endpoint: str, payload: bytes) -> tuple[int, dict]:
+async def send(client: aiohttp.ClientSession, upstream: Upstream, endpoint: str, payload: bytes) -> tuple[int, dict]:
     """POST ``payload`` to ``endpoint`` (canonical ``/v1/...``) of the model's upstreams;
     ``(status, body)`` as the upstream answered. Cancelling the caller closes the connection
     (vLLM then aborts the request)."""
@@ -90,7 +90,7 @@ async def send(client: httpx.AsyncClient, upstream: Upstream, endpoint: str, pay
     raise AssertionError("unreachable")
 
 
-async def _attempt(client: httpx.AsyncClient, upstream: Upstream, path: str, payload: bytes,
+async def _attempt(client: aiohttp.ClientSession, upstream: Upstream, path: str, payload: bytes,
                    deadline: float) -> tuple[int, dict]:
     pool, spec = upstream.pool, upstream.spec
     remaining = deadline - time.monotonic()
@@ -100,20 +100,21 @@ async def _attempt(client: httpx.AsyncClient, upstream: Upstream, path: str, pay
     except TimeoutError:
         raise _Retryable("no upstream in rotation") from None
     try:
-        response = await client.post(target.url + path, content=payload, headers=upstream.headers,
-                                     timeout=max(0.001, min(spec.timeout_s, deadline - time.monotonic())))
-        raw = response.content
-    except httpx.TimeoutException as exc:
+        timeout = aiohttp.ClientTimeout(total=max(0.001, min(spec.timeout_s, deadline - time.monotonic())))
+        async with client.post(target.url + path, data=payload, headers=upstream.headers,
+                               timeout=timeout) as response:
+            raw = await response.read()
+            status, retry_after = response.status, response.headers.get("Retry-After")
+    except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
         pool.overloaded(target)
-        if isinstance(exc, httpx.ConnectTimeout):
+        if isinstance(exc, aiohttp.ConnectionTimeoutError):
             pool.failed(target, repr(exc))
         raise _Retryable("timeout") from None
-    except httpx.TransportError as exc:
+    except aiohttp.ClientError as exc:
         pool.failed(target, repr(exc))
         raise _Retryable("connection error") from None
     finally:
         pool.release(target)
-    status = response.status_code
     body = _json_body(status, raw)
     if status in RETRY_STATUSES:
         if status == 429:
@@ -121,7 +122,7 @@ async def _attempt(client: httpx.AsyncClient, upstream: Upstream, path: str, pay
         elif status in _UNWELL_STATUSES:
             pool.failed(target, f"HTTP {status}")
         log.debug("upstream %s answered %d; retrying", target.url, status)
-        raise _Retryable("status", status, body, _retry_after(response.headers.get("retry-after")))
+        raise _Retryable("status", status, body, _retry_after(retry_after))
     pool.succeeded(target)
     return status, body
 
