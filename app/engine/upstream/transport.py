@@ -30,7 +30,7 @@ log = logging.getLogger("batchd.upstream")
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 # These say the server (or the balancer in front of it) is unwell, not the line.
 _UNWELL_STATUSES = frozenset({502, 503, 504})
-_backoff = wait_exponential_jitter(initial=0.1, max=10.0, jitter=0.2)
+_backoff = wait_exponential_jitter(multiplier=0.1, max=10.0, jitter=0.2)
 # A Retry-After longer than this is a server asking to be left alone; the deadline still rules.
 _MAX_RETRY_AFTER_S = 300.0
 
