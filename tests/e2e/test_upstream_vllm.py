@@ -53,33 +53,35 @@ def direct(url: str, endpoint: str, body: dict) -> dict:
     return response.json()
 
 
+def run_through_batchd(client, lines: list[dict], endpoint: str) -> tuple[dict, object]:
+    """Run ``lines`` as one batch; (the output bodies by custom_id, the batch) (every line must succeed)."""
+    batch = wait_for(client, create(client, lines, endpoint=endpoint).id, timeout=240)
+    assert batch.status == "completed", batch
+    output, errors = results_by_custom_id(client, batch)
+    assert not errors and len(output) == len(lines)
+    return {custom_id: record["response"]["body"] for custom_id, record in output.items()}, batch
+
+
 def test_models_lists_the_upstream_models(client):
     assert sorted(m.id for m in client.models.list().data) == sorted([CHAT_MODEL, EMBED_MODEL])
 
 
 def test_chat_batch_matches_the_upstream(client, vllm_servers):
     lines = [chat_line(f"c-{i}", f"Say something about number {i}", max_tokens=12) for i in range(12)]
-    batch = wait_for(client, create(client, lines).id, timeout=240)
-    assert batch.status == "completed", batch
-    output, errors = results_by_custom_id(client, batch)
-    assert not errors and len(output) == len(lines)
+    output, batch = run_through_batchd(client, lines, "/v1/chat/completions")
     for source in lines[:4]:
-        got = output[source["custom_id"]]["response"]["body"]
+        got = output[source["custom_id"]]
         want = direct(vllm_servers[0].url, source["url"], source["body"])
         assert {k: v for k, v in got.items() if k not in VOLATILE} == {
             k: v for k, v in want.items() if k not in VOLATILE}
-    assert batch.usage.output_tokens == sum(o["response"]["body"]["usage"]["completion_tokens"]
-                                            for o in output.values())
+    assert batch.usage.output_tokens == sum(body["usage"]["completion_tokens"] for body in output.values())
 
 
 def test_embeddings_batch_matches_the_upstream(client, vllm_servers):
     lines = [embedding_line(f"e-{i}", f"sentence number {i} to embed") for i in range(12)]
-    batch = wait_for(client, create(client, lines, endpoint="/v1/embeddings").id, timeout=240)
-    assert batch.status == "completed", batch
-    output, errors = results_by_custom_id(client, batch)
-    assert not errors and len(output) == len(lines)
+    output, _ = run_through_batchd(client, lines, "/v1/embeddings")
     for source in lines[:4]:
-        got = output[source["custom_id"]]["response"]["body"]
+        got = output[source["custom_id"]]
         want = direct(vllm_servers[1].url, source["url"], source["body"])
         assert got["usage"] == want["usage"] and got["model"] == want["model"]
         # Floats of one input can differ in the last bits with what it was batched with.

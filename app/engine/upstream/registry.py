@@ -19,6 +19,7 @@ import orjson
 
 from app.engine.endpoints import normalize_endpoint
 from app.engine.errors import EngineNotReadyError, RequestAborted
+from app.engine.inflight import InflightRequests
 from app.engine.line_checks import common_line_problem
 from app.engine.results import LineProblem, LineResult, Usage
 from app.engine.specs import ModelConfigError
@@ -41,8 +42,7 @@ class UpstreamRegistry:
         self._models: dict[str, Upstream] = {}
         self._client: aiohttp.ClientSession | None = None
         self._watchers: list[asyncio.Task] = []
-        self._inflight: dict[str, asyncio.Task] = {}
-        self._aborted: set[str] = set()
+        self._inflight = InflightRequests()
         self._created = 0
         self._started = False
 
@@ -81,10 +81,8 @@ class UpstreamRegistry:
     async def shutdown(self) -> None:
         """Close in-flight requests and the client. Safe to call twice."""
         self._started = False
-        tasks = [*self._watchers, *self._inflight.values()]
-        for request_id in list(self._inflight):
-            self._aborted.add(request_id)
-        for task in tasks:
+        tasks = [*self._watchers, *self._inflight.abort_all()]
+        for task in self._watchers:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -136,30 +134,23 @@ class UpstreamRegistry:
                 f"The model {body.get('model') if isinstance(body, dict) else None!r} does not exist "
                 f"or does not serve {endpoint}.", "NotFoundError", "model_not_found"))
         payload = orjson.dumps({**body, "model": upstream.spec.upstream_model})
-        task = asyncio.create_task(send(self._client, upstream, canonical, payload), name=f"batchd-line-{request_id}")
-        self._inflight[request_id] = task
+        task = self._inflight.start(request_id, send(self._client, upstream, canonical, payload))
         caller = asyncio.current_task()
         try:
             status, reply = await task
         except asyncio.CancelledError:
-            if request_id in self._aborted and not (caller is not None and caller.cancelling()):
+            if self._inflight.was_aborted(request_id) and not (caller is not None and caller.cancelling()):
                 raise RequestAborted(request_id) from None
             task.cancel()
             raise
         finally:
-            self._inflight.pop(request_id, None)
-            self._aborted.discard(request_id)
+            self._inflight.finish(request_id)
         usage = Usage.from_body(canonical, reply) if status == 200 else Usage()
         return LineResult(status_code=status, body=reply, usage=usage)
 
     async def abort(self, request_id: str) -> bool:
         """Cancel the in-flight line ``request_id``: its HTTP connection is closed."""
-        task = self._inflight.get(request_id)
-        if task is None or task.done():
-            return False
-        self._aborted.add(request_id)
-        task.cancel()
-        return True
+        return self._inflight.abort(request_id)
 
     # -- helpers -----------------------------------------------------------
 
