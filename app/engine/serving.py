@@ -59,6 +59,12 @@ class ServingRegistry:
     def endpoints_for(self, model: str) -> set[str]:
         return self._for(model).endpoints_for(model)
 
+    def engine_state(self, model: str) -> str:
+        return self._for(model).engine_state(model)
+
+    def engine_ready(self, model: str) -> bool:
+        return self._for(model).engine_ready(model)
+
     def suggested_concurrency(self, model: str) -> int:
         return self._for(model).suggested_concurrency(model)
 

@@ -47,7 +47,7 @@ def client(upstream_server) -> openai.OpenAI:
 
 
 def test_models_and_health_reflect_the_upstream(client, upstream_server, fake):
-    assert [m.id for m in client.models.list().data] == [MODEL]
+    assert [(m.id, m.engine_state) for m in client.models.list().data] == [(MODEL, "ready")]
     health = httpx.get(f"http://127.0.0.1:{upstream_server.port}/health").json()
     assert health["status"] == "ok"
     assert health["upstreams"][MODEL][fake.urls[0]]["state"] == "up"

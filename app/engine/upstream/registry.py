@@ -94,9 +94,19 @@ class UpstreamRegistry:
     # -- what is served ----------------------------------------------------
 
     def model_cards(self) -> list[dict[str, Any]]:
-        """Models with at least one URL in the rotation (``GET /v1/models``)."""
+        """The ``data`` of ``GET /v1/models`` (see :meth:`engine_state` for their health)."""
         return [{"id": name, "object": "model", "created": self._created, "owned_by": "batchd"}
-                for name, upstream in self._models.items() if upstream.pool.any_up]
+                for name in self._models]
+
+    def engine_state(self, model: str) -> str:
+        """``ready`` while one of the model's URLs is in the rotation, ``dead`` while none is."""
+        upstream = self._models.get(model)
+        if upstream is None or not self._started:
+            return "stopped"
+        return "ready" if upstream.pool.any_up else "dead"
+
+    def engine_ready(self, model: str) -> bool:
+        return self.engine_state(model) == "ready"
 
     def endpoints_for(self, model: str) -> set[str]:
         upstream = self._models.get(model)
