@@ -34,9 +34,8 @@ class NoModels:
 async def start_registry(settings: Settings):
     if settings.no_models:
         return NoModels()
-    from app.engine import EngineRegistry, resolve_model_specs
+    from app.engine import resolve_model_specs
+    from app.engine.serving import start_serving
 
     specs = resolve_model_specs(settings.models, settings.model_config_file, data_dir=settings.data_dir)
-    registry = EngineRegistry()
-    await registry.start(specs)
-    return registry
+    return await start_serving(specs)

@@ -8,12 +8,15 @@ router = APIRouter(tags=["health"])
 
 @router.get("/health")
 async def health(request: Request) -> JSONResponse:
-    """200 once every model engine is loaded and while all of them are alive; 503 otherwise."""
+    """200 once every model engine is loaded and while all of them are alive (an upstream
+    model: while one of its URLs is in the rotation); 503 otherwise. Upstream URLs' states
+    are listed under ``upstreams``."""
     state = request.app.state
     replica = state.settings.replica_id
     registry = getattr(state, "registry", None)
     if not getattr(state, "ready", False) or registry is None:
         return JSONResponse({"status": "starting", "replica": replica}, status_code=503)
+    extra = {"upstreams": registry.status()} if hasattr(registry, "status") else {}
     if not registry.ready:
-        return JSONResponse({"status": "engine unavailable", "replica": replica}, status_code=503)
-    return JSONResponse({"status": "ok", "replica": replica})
+        return JSONResponse({"status": "engine unavailable", "replica": replica, **extra}, status_code=503)
+    return JSONResponse({"status": "ok", "replica": replica, **extra})

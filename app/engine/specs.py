@@ -26,6 +26,9 @@ names to engine options::
 Entries whose name also appears in ``--model`` only add options to it; the
 others are served as well. If neither ``--model`` nor the config names a
 model, the built-in models are served.
+
+A model can instead be served by existing OpenAI-compatible servers: ``--model
+NAME=http://host:8000/v1`` or an ``upstream:`` block (see :mod:`app.engine.upstream.spec`).
 """
 
 from __future__ import annotations
@@ -160,6 +163,12 @@ def _check_options(where: str, name: str, options: Any) -> dict[str, Any]:
         raise ModelConfigError(f"{where}: options of model {name!r} must be a mapping.")
     checked: dict[str, Any] = {}
     for key, value in options.items():
+        if key == "upstream":
+            # Lazy: the upstream module imports this one.
+            from app.engine.upstream.spec import check_upstream_options
+
+            checked[key] = check_upstream_options(where, name, value)
+            continue
         if key == "engine_args":
             if not isinstance(value, Mapping):
                 raise ModelConfigError(f"{where}: {name}.engine_args must be a mapping.")
@@ -167,7 +176,7 @@ def _check_options(where: str, name: str, options: Any) -> dict[str, Any]:
             continue
         expected = _SIMPLE_OPTIONS.get(key)
         if expected is None:
-            allowed = ", ".join([*_SIMPLE_OPTIONS, "engine_args"])
+            allowed = ", ".join([*_SIMPLE_OPTIONS, "engine_args", "upstream"])
             raise ModelConfigError(f"{where}: unknown option {name}.{key} (allowed: {allowed}).")
         if value is not None and (isinstance(value, bool) or not isinstance(value, expected)):
             raise ModelConfigError(f"{where}: {name}.{key} has the wrong type ({value!r}).")

@@ -1,0 +1,61 @@
+"""The engine-independent checks of a batch line, shared by in-process and upstream models:
+a known endpoint, an object body, a served model that serves that endpoint, no streaming."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from app.engine.endpoints import ALL_ENDPOINTS, normalize_endpoint
+from app.engine.results import (
+    INVALID_REQUEST,
+    INVALID_URL,
+    MISSING_REQUIRED_PARAMETER,
+    MODEL_NOT_FOUND,
+    STREAMING_UNSUPPORTED,
+    UNSUPPORTED_ENDPOINT,
+    LineProblem,
+)
+
+
+def common_line_problem(
+    endpoint: str,
+    body: Any,
+    endpoints_of: Callable[[str], Iterable[str] | None],
+    served: Iterable[str],
+) -> tuple[LineProblem | None, str | None]:
+    """``(problem, canonical endpoint)``; ``endpoints_of(model)`` is None for a model not
+    served here, ``served`` names the models that are (for the message)."""
+    canonical = normalize_endpoint(endpoint)
+    if canonical is None:
+        supported = ", ".join(sorted(ALL_ENDPOINTS))
+        return LineProblem(INVALID_URL, f"Unsupported url {endpoint!r}; supported: {supported}.", "url"), None
+    if not isinstance(body, dict):
+        return LineProblem(INVALID_REQUEST, "body must be a JSON object.", "body"), canonical
+    model = body.get("model")
+    if model is None:
+        return LineProblem(MISSING_REQUIRED_PARAMETER, "Missing required parameter: 'model'.", "body.model"), canonical
+    if not isinstance(model, str):
+        return LineProblem(INVALID_REQUEST, "body.model must be a string.", "body.model"), canonical
+    endpoints = endpoints_of(model)
+    if endpoints is None:
+        return LineProblem(
+            MODEL_NOT_FOUND,
+            f"The model {model!r} does not exist. Served models: {', '.join(served)}.",
+            "body.model",
+        ), canonical
+    endpoints = set(endpoints)
+    if canonical not in endpoints:
+        return LineProblem(
+            UNSUPPORTED_ENDPOINT,
+            f"The model {model!r} does not support {canonical} (it supports: "
+            f"{', '.join(sorted(endpoints)) or 'none'}).",
+            "url",
+        ), canonical
+    if body.get("stream") is True:
+        return LineProblem(
+            STREAMING_UNSUPPORTED,
+            "Streaming is not supported in batch requests; omit stream or set it to false.",
+            "body.stream",
+        ), canonical
+    return None, canonical

@@ -1,0 +1,96 @@
+"""Starting what a process serves: in-process engines, upstream-backed models, or both.
+
+The worker and the API get one object with the registry interface either way; only this
+module knows which kind each model is. vLLM is imported only when a model runs in-process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from app.engine.line_checks import common_line_problem
+from app.engine.results import LineProblem, LineResult
+from app.engine.specs import ModelConfigError, ModelSpec
+from app.engine.upstream.registry import UpstreamRegistry
+from app.engine.upstream.spec import UpstreamSpec
+
+
+async def start_serving(specs: Sequence[ModelSpec | UpstreamSpec]) -> Any:
+    """A started registry for ``specs``: the in-process one, the upstream one, or both
+    behind :class:`ServingRegistry`."""
+    names = [spec.name for spec in specs]
+    if len(set(names)) != len(names):
+        raise ModelConfigError(f"Served model names must be unique: {names}.")
+    upstream_specs = [s for s in specs if isinstance(s, UpstreamSpec)]
+    local_specs = [s for s in specs if not isinstance(s, UpstreamSpec)]
+    upstream = None
+    if upstream_specs:
+        upstream = UpstreamRegistry()
+        await upstream.start(upstream_specs)
+        if not local_specs:
+            return upstream
+    from app.engine.registry import EngineRegistry  # imports vLLM
+
+    local = EngineRegistry()
+    try:
+        await local.start(local_specs)
+    except BaseException:
+        if upstream is not None:
+            await upstream.shutdown()
+        raise
+    return local if upstream is None else ServingRegistry(local, upstream)
+
+
+class ServingRegistry:
+    """In-process and upstream models side by side; each call goes to the one serving the model."""
+
+    def __init__(self, local: Any, upstream: UpstreamRegistry) -> None:
+        self.local = local
+        self.upstream = upstream
+
+    @property
+    def ready(self) -> bool:
+        return self.local.ready and self.upstream.ready
+
+    def model_cards(self) -> list[dict[str, Any]]:
+        return [*self.local.model_cards(), *self.upstream.model_cards()]
+
+    def endpoints_for(self, model: str) -> set[str]:
+        return self._for(model).endpoints_for(model)
+
+    def engine_state(self, model: str) -> str:
+        return self._for(model).engine_state(model)
+
+    def engine_ready(self, model: str) -> bool:
+        return self._for(model).engine_ready(model)
+
+    def suggested_concurrency(self, model: str) -> int:
+        return self._for(model).suggested_concurrency(model)
+
+    def status(self) -> dict:
+        return self.upstream.status()
+
+    def validate_line(self, endpoint: str, body: Any) -> LineProblem | None:
+        model = body.get("model") if isinstance(body, dict) else None
+        if isinstance(model, str) and model not in self.upstream.names and not self.local.endpoints_for(model):
+            # Served by neither: name every served model in the message.
+            served = [*(c["id"] for c in self.local.model_cards()), *self.upstream.names]
+            return common_line_problem(endpoint, body, lambda _: None, served)[0]
+        return self._for(model).validate_line(endpoint, body)
+
+    async def execute(self, endpoint: str, body: Any, request_id: str) -> LineResult:
+        return await self._for(body.get("model") if isinstance(body, dict) else None).execute(
+            endpoint, body, request_id)
+
+    async def abort(self, request_id: str) -> bool:
+        return await self.upstream.abort(request_id) or await self.local.abort(request_id)
+
+    async def shutdown(self) -> None:
+        try:
+            await self.upstream.shutdown()
+        finally:
+            await self.local.shutdown()
+
+    def _for(self, model: Any) -> Any:
+        return self.upstream if model in self.upstream.names else self.local

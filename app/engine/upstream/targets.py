@@ -1,0 +1,165 @@
+"""One upstream URL's state, and the choice of URL for each request.
+
+Each URL has a concurrency window (AIMD, as TCP's congestion window): it starts at the
+configured maximum, halves on a 429 or a timeout (at most once per second, so one burst of
+rejections counts once) and grows back by one per window's worth of successes. A URL whose
+requests keep failing to connect (or answer 502/503/504) leaves the rotation for a cooldown
+that doubles while its health probes fail; a successful probe brings it back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Sequence
+from typing import Literal
+
+log = logging.getLogger("batchd.upstream")
+
+State = Literal["up", "down", "no_model"]
+
+# Consecutive failures after which a URL leaves the rotation.
+FAILURES_TO_EJECT = 3
+FIRST_COOLDOWN_S = 1.0
+# The window halves at most this often: the rejections of one burst arrive together.
+DECREASE_EVERY_S = 1.0
+# A window that has not shrunk for this long is given its full size back at the next probe:
+# growth by successes alone never happens on a URL that gets little traffic.
+RESTORE_AFTER_S = 10.0
+
+
+class Target:
+    """One upstream URL (ending in ``/v1``) of one model."""
+
+    __slots__ = ("url", "max_window", "window", "outstanding", "state", "failures", "cooldown",
+                 "down_until", "max_cooldown", "_last_decrease")
+
+    def __init__(self, url: str, max_window: int, max_cooldown: float) -> None:
+        self.url = url
+        self.max_window = max_window
+        self.window = float(max_window)
+        self.outstanding = 0
+        self.state: State = "down"
+        self.failures = 0
+        self.cooldown = FIRST_COOLDOWN_S
+        self.max_cooldown = max(FIRST_COOLDOWN_S, max_cooldown)
+        self.down_until = 0.0
+        self._last_decrease = 0.0
+
+    @property
+    def in_rotation(self) -> bool:
+        return self.state == "up"
+
+    def has_room(self) -> bool:
+        return self.outstanding < int(self.window)
+
+    def status(self) -> dict:
+        return {"state": self.state, "window": int(self.window), "outstanding": self.outstanding}
+
+
+class TargetPool:
+    """The URLs of one model. :meth:`acquire` picks the URL in rotation with the fewest
+    outstanding requests and room in its window, waiting (FIFO) while none has room."""
+
+    def __init__(self, model: str, targets: Sequence[Target]) -> None:
+        self.model = model
+        self.targets = list(targets)
+        self._waiters: deque[asyncio.Future] = deque()
+
+    @property
+    def any_up(self) -> bool:
+        return any(t.in_rotation for t in self.targets)
+
+    def capacity(self) -> int:
+        return sum(t.max_window for t in self.targets)
+
+    async def acquire(self) -> Target:
+        """A URL with a slot reserved for the caller; give it back with :meth:`release`."""
+        if not self._waiters:
+            target = self._pick()
+            if target is not None:
+                target.outstanding += 1
+                return target
+        loop = asyncio.get_running_loop()
+        woken_before = False
+        while True:
+            future = loop.create_future()
+            # Woken but no room after all: keep our turn at the front.
+            (self._waiters.appendleft if woken_before else self._waiters.append)(future)
+            try:
+                await future
+            except asyncio.CancelledError:
+                if future.done() and not future.cancelled():
+                    self._wake()  # pass the wake-up on: we will not use it
+                else:
+                    self._waiters.remove(future)
+                raise
+            target = self._pick()
+            if target is not None:
+                target.outstanding += 1
+                self._wake()  # room may be left (a window grew, a URL came back): chain on
+                return target
+            woken_before = True
+
+    def release(self, target: Target) -> None:
+        target.outstanding -= 1
+        self._wake()
+
+    def _pick(self) -> Target | None:
+        best = None
+        for target in self.targets:
+            if target.state == "up" and target.outstanding < int(target.window) and (
+                    best is None or target.outstanding < best.outstanding):
+                best = target
+        return best
+
+    def _wake(self) -> None:
+        while self._waiters:
+            future = self._waiters.popleft()
+            if not future.done():
+                future.set_result(None)
+                return
+
+    # -- what happened to a request ----------------------------------------
+
+    def succeeded(self, target: Target) -> None:
+        target.failures = 0
+        if target.window < target.max_window:
+            target.window = min(target.max_window, target.window + 1.0 / target.window)
+
+    def overloaded(self, target: Target) -> None:
+        """A 429 or a timeout: the URL has more than it can take; halve its window."""
+        now = time.monotonic()
+        if now - target._last_decrease >= DECREASE_EVERY_S and target.window > 1:
+            target._last_decrease = now
+            target.window = max(1.0, target.window / 2)
+            log.info("upstream %s (%s): window down to %d", target.url, self.model, int(target.window))
+
+    def failed(self, target: Target, why: str) -> None:
+        """A connection failure or a 502/503/504; several in a row take the URL out."""
+        target.failures += 1
+        if target.failures >= FAILURES_TO_EJECT and target.in_rotation:
+            self.set_state(target, "down", why)
+
+    def set_state(self, target: Target, state: State, why: str = "") -> None:
+        """Discovery's verdict, or an ejection; a URL out of rotation is probed after its cooldown."""
+        if state == target.state:
+            if state == "up" and target.window < target.max_window and (
+                    time.monotonic() - target._last_decrease >= RESTORE_AFTER_S):
+                target.window = float(target.max_window)
+            elif state != "up":  # still failing: wait longer before the next probe
+                target.cooldown = min(target.max_cooldown, target.cooldown * 2)
+                target.down_until = time.monotonic() + target.cooldown
+            return
+        previous, target.state = target.state, state
+        if state == "up":
+            target.failures = 0
+            target.cooldown = FIRST_COOLDOWN_S
+            log.warning("upstream %s (%s) is in the rotation", target.url, self.model)
+            self._wake()
+        else:
+            target.down_until = time.monotonic() + target.cooldown
+            level = logging.WARNING if previous == "up" else logging.INFO
+            log.log(level, "upstream %s (%s) left the rotation (%s): %s", target.url, self.model, state, why)

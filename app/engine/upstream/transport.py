@@ -1,0 +1,159 @@
+"""One line's trip to an upstream: pick a URL, POST, classify the answer, retry what may
+succeed if tried again (tenacity does the policy: exponential backoff with jitter, at least
+``Retry-After``, no sleep past the line's deadline).
+
+Retried: connection errors, timeouts, 429, 500, 502, 503, 504. Any other answer is the
+line's response as the upstream gave it (status code and body), so a 400 lands in the error
+file. When the deadline passes: the last answer if there was one; 504 ``request_timeout`` if
+the last attempt timed out; :class:`UpstreamUnavailable` if no URL could be reached at all
+(not the line's fault: the worker leaves it unrecorded and resumes later).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import time
+from dataclasses import dataclass
+
+import aiohttp
+import orjson
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_before_delay, wait_exponential_jitter
+
+from app.engine.errors import EngineDeadError
+from app.engine.upstream.spec import UpstreamSpec
+from app.engine.upstream.targets import TargetPool
+
+log = logging.getLogger("batchd.upstream")
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+# These say the server (or the balancer in front of it) is unwell, not the line.
+_UNWELL_STATUSES = frozenset({502, 503, 504})
+_backoff = wait_exponential_jitter(multiplier=0.1, max=10.0, jitter=0.2)
+# A Retry-After longer than this is a server asking to be left alone; the deadline still rules.
+_MAX_RETRY_AFTER_S = 300.0
+
+
+class UpstreamUnavailable(EngineDeadError):
+    """No URL of the model could be reached before the line's deadline."""
+
+
+class _Retryable(Exception):
+    """An attempt that may succeed if tried again (``status`` 0: no HTTP answer)."""
+
+    def __init__(self, kind: str, status: int = 0, body: dict | None = None, retry_after: float = 0.0) -> None:
+        super().__init__(kind, status)
+        self.kind, self.status, self.body, self.retry_after = kind, status, body, retry_after
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """What sending a line to one model needs."""
+
+    spec: UpstreamSpec
+    pool: TargetPool
+    headers: dict[str, str]
+
+
+def _wait(retry_state) -> float:
+    exc = retry_state.outcome.exception()
+    return max(_backoff(retry_state), getattr(exc, "retry_after", 0.0))
+
+
+async def send(client: aiohttp.ClientSession, upstream: Upstream, endpoint: str, payload: bytes) -> tuple[int, dict]:
+    """POST ``payload`` to ``endpoint`` (canonical ``/v1/...``) of the model's upstreams;
+    ``(status, body)`` as the upstream answered. Cancelling the caller closes the connection
+    (vLLM then aborts the request)."""
+    spec = upstream.spec
+    deadline = time.monotonic() + spec.line_deadline_s
+    path = endpoint[len("/v1"):]
+    retrying = AsyncRetrying(
+        retry=retry_if_exception_type(_Retryable),
+        stop=stop_before_delay(spec.line_deadline_s),
+        wait=_wait,
+        reraise=True,
+    )
+    try:
+        async for attempt in retrying:
+            with attempt:
+                return await _attempt(client, upstream, path, payload, deadline)
+    except _Retryable as last:
+        if last.kind == "timeout":
+            return 504, error_body(
+                f"The upstream did not answer within {spec.timeout_s:g} s (tried until the line's "
+                f"deadline of {spec.line_deadline_s:g} s).", "timeout", "request_timeout")
+        if last.body is not None:
+            return last.status, last.body
+        raise UpstreamUnavailable(spec.name, f"No upstream of model {spec.name!r} answered before the "
+                                  f"line's deadline ({last.kind}).") from None
+    raise AssertionError("unreachable")
+
+
+async def _attempt(client: aiohttp.ClientSession, upstream: Upstream, path: str, payload: bytes,
+                   deadline: float) -> tuple[int, dict]:
+    pool, spec = upstream.pool, upstream.spec
+    remaining = deadline - time.monotonic()
+    try:
+        async with asyncio.timeout(max(remaining, 0.001)):
+            target = await pool.acquire()
+    except TimeoutError:
+        raise _Retryable("no upstream in rotation") from None
+    try:
+        timeout = aiohttp.ClientTimeout(total=max(0.001, min(spec.timeout_s, deadline - time.monotonic())))
+        async with client.post(target.url + path, data=payload, headers=upstream.headers,
+                               timeout=timeout) as response:
+            raw = await response.read()
+            status, retry_after = response.status, response.headers.get("Retry-After")
+    except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+        pool.overloaded(target)
+        if isinstance(exc, aiohttp.ConnectionTimeoutError):
+            pool.failed(target, repr(exc))
+        raise _Retryable("timeout") from None
+    except aiohttp.ClientError as exc:
+        pool.failed(target, repr(exc))
+        raise _Retryable("connection error") from None
+    finally:
+        pool.release(target)
+    body = _json_body(status, raw)
+    if status in RETRY_STATUSES:
+        if status == 429:
+            pool.overloaded(target)
+        elif status in _UNWELL_STATUSES:
+            pool.failed(target, f"HTTP {status}")
+        log.debug("upstream %s answered %d; retrying", target.url, status)
+        raise _Retryable("status", status, body, _retry_after(retry_after))
+    pool.succeeded(target)
+    return status, body
+
+
+def _json_body(status: int, raw: bytes) -> dict:
+    """The upstream's JSON object as is; anything else (an HTML page from a balancer) wrapped
+    in OpenAI's error envelope so the line still gets a body."""
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        body = None
+    if isinstance(body, dict):
+        return body
+    text = raw[:2000].decode("utf-8", "replace")
+    return error_body(f"The upstream answered HTTP {status} with a body that is not a JSON object: {text}",
+                      "upstream_error", None)
+
+
+def error_body(message: str, err_type: str, code: str | None) -> dict:
+    return {"error": {"message": message, "type": err_type, "param": None, "code": code}}
+
+
+def _retry_after(value: str | None) -> float:
+    """``Retry-After`` in seconds (delta-seconds or an HTTP date); 0 when absent or unreadable."""
+    if not value:
+        return 0.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError):
+            return 0.0
+    return min(max(seconds, 0.0), _MAX_RETRY_AFTER_S)

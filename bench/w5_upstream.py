@@ -1,0 +1,185 @@
+"""W5, scale by simulation: batchd in front of a simulated upstream fleet whose capacity is
+known, to show the front-end keeps such a fleet busy and what it costs per line.
+
+Each simulated URL answers a request after 200 ms, at most 32 at once (the rest queue, as in
+vLLM's scheduler): 160 lines/s per URL. Scenario ``one``: one replica (SQLite) in front of 4
+URLs (640 lines/s). Scenario ``two``: two replicas on one Postgres and one blob directory in
+front of 8 URLs (1,280 lines/s). The whole fleet is one asyncio (uvloop) process, so it costs
+little of the CPU being measured; its own CPU is reported too.
+
+    .venv/bin/python -m bench.w5_upstream [--lines 20000] [--scenarios one,two] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import openai
+import psutil
+
+from tests.support import postgres
+from tests.support.server import ServerProcess
+from tests.support.upstreams import FakeFleet, upstream_config
+
+MODEL = "sim"
+DELAY_MS = 200
+PER_URL = 32
+KEY = "bench-key"
+
+
+@dataclass
+class Scenario:
+    name: str
+    urls: int
+    replicas: int
+    postgres: bool
+
+    @property
+    def capacity(self) -> float:
+        return self.urls * PER_URL * 1000 / DELAY_MS
+
+
+SCENARIOS = {"one": Scenario("one", 4, 1, False), "two": Scenario("two", 8, 2, True)}
+
+
+@dataclass
+class Result:
+    scenario: Scenario
+    lines: int
+    run_s: float = 0.0  # in_progress -> finalizing: the lines' own time
+    total_s: float = 0.0  # create -> completed: validation and finalize included
+    replica_cpu_s: list[float] = field(default_factory=list)
+    fleet_cpu_s: float = 0.0
+    fleet_requests: int = 0
+    loadavg_before: tuple = ()
+    loadavg_after: tuple = ()
+    status: str = ""
+
+    @property
+    def run_rate(self) -> float:
+        return self.lines / self.run_s if self.run_s else 0.0
+
+    @property
+    def total_rate(self) -> float:
+        return self.lines / self.total_s if self.total_s else 0.0
+
+    @property
+    def cpu_ms_per_line(self) -> float:
+        return 1000 * sum(self.replica_cpu_s) / self.lines
+
+
+def _cpu(pid: int) -> float:
+    """CPU seconds of a process and its children."""
+    proc = psutil.Process(pid)
+    total = sum(proc.cpu_times()[:2])
+    for child in proc.children(recursive=True):
+        try:
+            total += sum(child.cpu_times()[:2])
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def _input(lines: int) -> bytes:
+    return b"".join(json.dumps({
+        "custom_id": f"r-{i}", "method": "POST", "url": "/v1/chat/completions",
+        "body": {"model": MODEL, "messages": [{"role": "user", "content": f"hello {i}"}], "max_tokens": 16},
+    }).encode() + b"\n" for i in range(lines))
+
+
+def run(scenario: Scenario, lines: int, work: Path) -> Result:
+    result = Result(scenario, lines)
+    fleet = FakeFleet(work, count=scenario.urls, delay_ms=DELAY_MS, max_concurrency=PER_URL).start()
+    config = upstream_config(work / f"{scenario.name}.json", {MODEL: {
+        "urls": fleet.urls, "model": fleet.model, "max_concurrency": PER_URL, "timeout_s": 60, "health_interval_s": 5}})
+    database = postgres.create_database() if scenario.postgres else None
+    env = {"BATCHD_API_KEYS": KEY, "BATCHD_STORAGE_URL": str(work / f"{scenario.name}-blobs"),
+           "BATCHD_MAX_BATCH_LINES": str(max(lines, 50_000))}
+    servers = [ServerProcess(work / f"{scenario.name}-r{i}", database,
+                             env={**env, "BATCHD_REPLICA_ID": f"replica-{i}"}, models=True,
+                             args=["--config", str(config)]) for i in range(scenario.replicas)]
+    try:
+        for server in servers:
+            server.data_dir.mkdir(parents=True, exist_ok=True)
+        threads = [threading.Thread(target=s.start) for s in servers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        client = openai.OpenAI(base_url=servers[0].base_url, api_key=KEY, max_retries=2)
+        file = client.files.create(file=("w5.jsonl", _input(lines)), purpose="batch")
+        result.loadavg_before = os.getloadavg()
+        cpu_before = [_cpu(s.pid) for s in servers]
+        created = time.monotonic()
+        batch = client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions",
+                                      completion_window="24h")
+        while batch.status not in ("completed", "failed", "expired", "cancelled"):
+            time.sleep(0.25)
+            batch = client.batches.retrieve(batch.id)
+        result.total_s = time.monotonic() - created
+        result.replica_cpu_s = [_cpu(s.pid) - before for s, before in zip(servers, cpu_before)]
+        result.loadavg_after = os.getloadavg()
+        result.status = f"{batch.status} ({batch.request_counts.completed} ok, {batch.request_counts.failed} failed)"
+        result.run_s = float((batch.finalizing_at or batch.completed_at) - batch.in_progress_at)
+    finally:
+        for server in servers:
+            server.stop()
+        stats = fleet.stop()
+        result.fleet_cpu_s, result.fleet_requests = stats.get("cpu_s", 0.0), stats.get("requests", 0)
+        if database:
+            postgres.drop_database(database)
+    return result
+
+
+def report(results: list[Result]) -> str:
+    out = ["# W5: upstream engines, scale by simulation", "",
+           f"Simulated fleet: each request takes {DELAY_MS} ms, at most {PER_URL} at once per URL "
+           f"({PER_URL * 1000 // DELAY_MS} lines/s per URL), one uvloop process for every URL. "
+           "Lines: chat requests of a few tokens. Rates from the batch's own timestamps "
+           "(`in_progress_at` to `finalizing_at`, whole seconds) and end to end "
+           "(create to `completed`, polled every 0.25 s).", "",
+           "| scenario | fleet capacity | lines | status | run lines/s | x capacity | end-to-end lines/s "
+           "| x capacity | front-end CPU ms/line | fleet CPU ms/line | load avg (1 min) before / after |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        s = r.scenario
+        out.append(
+            f"| {s.name}: {s.replicas} replica(s), {s.urls} URLs, {'Postgres' if s.postgres else 'SQLite'} "
+            f"| {s.capacity:.0f}/s | {r.lines} | {r.status} | {r.run_rate:.0f} | {r.run_rate / s.capacity:.2f} "
+            f"| {r.total_rate:.0f} | {r.total_rate / s.capacity:.2f} | {r.cpu_ms_per_line:.2f} "
+            f"({' + '.join(f'{c:.1f}' for c in r.replica_cpu_s)} s) "
+            f"| {1000 * r.fleet_cpu_s / max(1, r.fleet_requests):.2f} "
+            f"| {r.loadavg_before[0]:.1f} / {r.loadavg_after[0]:.1f} |")
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=20_000)
+    parser.add_argument("--scenarios", default="one,two")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--work-dir", type=Path, help="keep logs here (default: a temporary directory)")
+    args = parser.parse_args(argv)
+    results = []
+    work = args.work_dir or Path(tempfile.mkdtemp(prefix="batchd-w5-"))
+    work.mkdir(parents=True, exist_ok=True)
+    for name in args.scenarios.split(","):
+        results.append(run(SCENARIOS[name], args.lines, work))
+        print(report(results[-1:]), flush=True)
+    print(f"logs: {work}")
+    text = report(results)
+    if args.out:
+        args.out.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,89 @@
+"""Upstream engines in front of real `vllm serve` processes (the tiny chat model and MiniLM
+with the pooling runner): batchd starts no engine of its own, a chat batch and an embeddings
+batch complete through it, and each output body is what the upstream answers when called
+directly with the same request (ids and timestamps aside)."""
+
+from __future__ import annotations
+
+import math
+
+import httpx
+import openai
+import pytest
+
+from app.engine.catalog import _minilm_path
+from app.engine.tiny_chat import build_tiny_chat_model
+from tests.conftest import API_KEYS_ENV
+from tests.support.batches import CHAT_MODEL, EMBED_MODEL, chat_line, create, embedding_line, results_by_custom_id, wait_for
+from tests.support.upstreams import VllmServer
+
+# Fields that differ between two answers to the same request.
+VOLATILE = {"id", "created"}
+
+
+@pytest.fixture(scope="module")
+def vllm_servers(tmp_path_factory):
+    logs = tmp_path_factory.mktemp("vllm")
+    chat_path = build_tiny_chat_model(tmp_path_factory.mktemp("models") / CHAT_MODEL)
+    servers = [
+        VllmServer(logs, str(chat_path), CHAT_MODEL, ["--max-num-seqs", "16", "--max-model-len", "2048"]),
+        VllmServer(logs, _minilm_path(), EMBED_MODEL, ["--runner", "pooling"]),
+    ]
+    try:
+        for server in servers:
+            server.launch()
+        yield [server.wait() for server in servers]
+    finally:
+        for server in servers:
+            server.stop()
+
+
+@pytest.fixture(scope="module")
+def client(start_server, vllm_servers):
+    chat, embed = vllm_servers
+    server = start_server({"BATCHD_API_KEYS": API_KEYS_ENV}, models=True,
+                          args=["--model", f"{CHAT_MODEL}={chat.url}", "--model", f"{EMBED_MODEL}={embed.url}"])
+    assert "Engine for" not in server.log()
+    return openai.OpenAI(base_url=server.base_url, api_key="key-a", max_retries=0)
+
+
+def direct(url: str, endpoint: str, body: dict) -> dict:
+    response = httpx.post(url + endpoint.removeprefix("/v1"), json=body, timeout=60)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def run_through_batchd(client, lines: list[dict], endpoint: str) -> tuple[dict, object]:
+    """Run ``lines`` as one batch; (the output bodies by custom_id, the batch) (every line must succeed)."""
+    batch = wait_for(client, create(client, lines, endpoint=endpoint).id, timeout=240)
+    assert batch.status == "completed", batch
+    output, errors = results_by_custom_id(client, batch)
+    assert not errors and len(output) == len(lines)
+    return {custom_id: record["response"]["body"] for custom_id, record in output.items()}, batch
+
+
+def test_models_lists_the_upstream_models(client):
+    assert sorted(m.id for m in client.models.list().data) == sorted([CHAT_MODEL, EMBED_MODEL])
+
+
+def test_chat_batch_matches_the_upstream(client, vllm_servers):
+    lines = [chat_line(f"c-{i}", f"Say something about number {i}", max_tokens=12) for i in range(12)]
+    output, batch = run_through_batchd(client, lines, "/v1/chat/completions")
+    for source in lines[:4]:
+        got = output[source["custom_id"]]
+        want = direct(vllm_servers[0].url, source["url"], source["body"])
+        assert {k: v for k, v in got.items() if k not in VOLATILE} == {
+            k: v for k, v in want.items() if k not in VOLATILE}
+    assert batch.usage.output_tokens == sum(body["usage"]["completion_tokens"] for body in output.values())
+
+
+def test_embeddings_batch_matches_the_upstream(client, vllm_servers):
+    lines = [embedding_line(f"e-{i}", f"sentence number {i} to embed") for i in range(12)]
+    output, _ = run_through_batchd(client, lines, "/v1/embeddings")
+    for source in lines[:4]:
+        got = output[source["custom_id"]]
+        want = direct(vllm_servers[1].url, source["url"], source["body"])
+        assert got["usage"] == want["usage"] and got["model"] == want["model"]
+        # Floats of one input can differ in the last bits with what it was batched with.
+        assert all(math.isclose(a, b, abs_tol=1e-5)
+                   for a, b in zip(got["data"][0]["embedding"], want["data"][0]["embedding"], strict=True))

@@ -1,0 +1,188 @@
+"""A fake OpenAI-compatible upstream fleet: one asyncio process serving any number of ports,
+cheap enough per request that it does not eat the CPU a benchmark measures.
+
+Every port serves ``GET /v1/models`` (the model given by --model) and POSTs to
+``/v1/chat/completions`` and ``/v1/embeddings``. A request takes --delay-ms, with at most
+--max-concurrency at once per port (the rest queue, as in vLLM's scheduler).
+
+Fault schedule: a chat request whose last message reads ``plan:A,B,C#tag`` (the tag makes
+it unique) plays act A on its
+first attempt, B on its second, ... (the last act repeats). Acts: ``ok``, ``429`` (with
+``Retry-After: 1``), ``500``, ``503``, ``400`` (an error body), ``reset`` (the connection is
+dropped unanswered), ``stall`` (no answer for a minute), ``hold`` (no answer until the client
+goes away). ``GET /_stats`` returns counters, among them ``closed_in_flight``: requests whose
+client closed the connection before the answer.
+
+    python -m tests.support.fake_upstream --port 9001 --port 9002 --delay-ms 200 --max-concurrency 32
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import signal
+import sys
+from collections import Counter
+
+_STALL_S = 60.0
+
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests",
+            500: "Internal Server Error", 503: "Service Unavailable"}
+
+
+class FakeUpstream:
+    def __init__(self, model: str, delay_s: float, max_concurrency: int) -> None:
+        self.model = model
+        self.delay_s = delay_s
+        self.max_concurrency = max_concurrency
+        self.stats: Counter[str] = Counter()
+        self.attempts: Counter[str] = Counter()
+        self.open_connections = 0
+        self._models = json.dumps({"object": "list", "data": [
+            {"id": model, "object": "model", "created": 0, "owned_by": "fake"}]}).encode()
+
+    async def serve(self, port: int) -> asyncio.AbstractServer:
+        gate = asyncio.Semaphore(self.max_concurrency)
+        return await asyncio.start_server(lambda r, w: self._connection(r, w, gate), "127.0.0.1", port,
+                                          backlog=1024)
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                          gate: asyncio.Semaphore) -> None:
+        self.open_connections += 1
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                request_line, _, header_block = head.partition(b"\r\n")
+                method, path, _ = request_line.decode("latin-1").split(" ", 2)
+                length = 0
+                for line in header_block.split(b"\r\n"):
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                body = await reader.readexactly(length) if length else b""
+                if not await self._answer(method, path, body, reader, writer, gate):
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            self.open_connections -= 1
+            writer.close()
+
+    async def _answer(self, method, path, body, reader, writer, gate) -> bool:
+        """Write one answer; False when the connection must end."""
+        if method == "GET" and path == "/v1/models":
+            return _write(writer, 200, self._models)
+        if method == "GET" and path == "/_stats":
+            stats = {**self.stats, "open_connections": self.open_connections}
+            return _write(writer, 200, json.dumps(stats).encode())
+        if method != "POST" or path not in ("/v1/chat/completions", "/v1/embeddings"):
+            return _write(writer, 404, b'{"error": {"message": "Not Found", "type": "NotFoundError"}}')
+        request = json.loads(body)
+        self.stats["requests"] += 1
+        act = self._act(request)
+        self.stats[f"act_{act}"] += 1
+        if act == "reset":
+            writer.transport.abort()
+            return False
+        if act in ("stall", "hold"):
+            self.stats["in_flight"] += 1
+            try:
+                done = await _client_gone(reader, _STALL_S if act == "stall" else None)
+            finally:
+                self.stats["in_flight"] -= 1
+            if done:
+                self.stats["closed_in_flight"] += 1
+            return False
+        if act != "ok":
+            status = int(act)
+            headers = b"Retry-After: 1\r\n" if status == 429 else b""
+            message = {"error": {"message": f"fake {act}", "type": "BadRequestError" if status == 400 else "Error",
+                                 "param": None, "code": status}}
+            return _write(writer, status, json.dumps(message).encode(), headers)
+        async with gate:
+            self.stats["in_flight"] += 1
+            try:
+                await asyncio.sleep(self.delay_s)
+            finally:
+                self.stats["in_flight"] -= 1
+        return _write(writer, 200, _reply(path, request))
+
+    def _act(self, request: dict) -> str:
+        messages = request.get("messages") or []
+        text = messages[-1].get("content") if messages else None
+        if not isinstance(text, str) or not text.startswith("plan:"):
+            return "ok"
+        plan = text[len("plan:"):].split("#")[0].split(",")
+        attempt = self.attempts[text]
+        self.attempts[text] += 1
+        return plan[min(attempt, len(plan) - 1)]
+
+
+async def _client_gone(reader: asyncio.StreamReader, timeout: float | None) -> bool:
+    """Wait for the client to close the connection; True if it did (False: timed out)."""
+    try:
+        await asyncio.wait_for(reader.read(1), timeout)
+        return True
+    except (asyncio.TimeoutError, TimeoutError):
+        return False
+    except ConnectionError:
+        return True
+
+
+def _reply(path: str, request: dict) -> bytes:
+    if path == "/v1/embeddings":
+        inputs = request.get("input")
+        count = len(inputs) if isinstance(inputs, list) else 1
+        return json.dumps({"object": "list", "model": request.get("model"), "data": [
+            {"object": "embedding", "index": i, "embedding": [0.0, 1.0]} for i in range(count)],
+            "usage": {"prompt_tokens": 3 * count, "total_tokens": 3 * count}}).encode()
+    return json.dumps({
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": request.get("model"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "fake answer"},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}).encode()
+
+
+def _write(writer: asyncio.StreamWriter, status: int, payload: bytes, extra: bytes = b"") -> bool:
+    writer.write(b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n%s\r\n%s"
+                 % (status, _REASONS.get(status, "Error").encode(), len(payload), extra, payload))
+    return True
+
+
+async def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, action="append", required=True)
+    parser.add_argument("--model", default="fake-model")
+    parser.add_argument("--delay-ms", type=float, default=0.0)
+    parser.add_argument("--max-concurrency", type=int, default=1_000_000)
+    parser.add_argument("--cpu-file", help="on SIGTERM, write this process's CPU seconds here")
+    args = parser.parse_args(argv)
+    fake = FakeUpstream(args.model, args.delay_ms / 1000, args.max_concurrency)
+    servers = [await fake.serve(port) for port in args.port]
+    print("ready", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    await stop.wait()
+    for server in servers:
+        server.close()
+    if args.cpu_file:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        with open(args.cpu_file, "w") as out:
+            json.dump({"cpu_s": usage.ru_utime + usage.ru_stime, "requests": fake.stats["requests"],
+                       "pid": os.getpid()}, out)
+
+
+if __name__ == "__main__":
+    try:
+        import uvloop  # the fleet must cost little CPU next to what it measures
+    except ImportError:
+        asyncio.run(main(sys.argv[1:]))
+    else:
+        uvloop.run(main(sys.argv[1:]))
