@@ -87,10 +87,14 @@ def test_keys_list_and_revoke_take_effect_on_every_replica_within_a_second(start
 
         clients = {(s.port, k): openai.OpenAI(base_url=s.base_url, api_key=k, max_retries=0)
                    for s in (first, second) for k in (key_one, key_two)}
-        deadline = time.monotonic() + 10  # open mode ends within the key-count cache
-        while any(_rejected(c) for c in clients.values()):
+        # Both servers started in open mode; it ends within their 5 s key-count cache. Until then
+        # any key (a revoked one too) is accepted, so wait for an unknown key to be refused.
+        strangers = [openai.OpenAI(base_url=s.base_url, api_key="not-a-key", max_retries=0) for s in (first, second)]
+        deadline = time.monotonic() + 10
+        while not all(_rejected(c) for c in strangers):
             assert time.monotonic() < deadline
             time.sleep(0.2)
+        assert not any(_rejected(c) for c in clients.values())
 
         assert _keys(first, "revoke", rows[0][0]).returncode == 0
         _rejected_a_second_later([clients[(s.port, key_one)] for s in (first, second)])
