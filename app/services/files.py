@@ -21,7 +21,7 @@ from app.schemas.files import UPLOAD_PURPOSES
 from app.services.quotas import check_upload
 from app.services.upload_stream import receive_upload
 from app.services.unit_of_work import after_commit, on_rollback
-from app.storage.base import BlobStore
+from app.storage.base import BlobStore, BlobWriter
 
 MIN_EXPIRY_SECONDS = 3600
 MAX_EXPIRY_SECONDS = 2_592_000
@@ -41,6 +41,26 @@ def sanitize_filename(raw: str | None) -> str:
     while len(name.encode()) > 255:
         name = name[:-1]
     return name or "upload"
+
+
+async def commit_new_file(
+    session: AsyncSession, store: BlobStore, writer: BlobWriter, *,
+    file_id: str, project: str, filename: str, purpose: str, expires_after: int | None,
+) -> File:
+    """Commit the written bytes as file `file_id` and return its row, for the caller to add.
+    Batch files expire after 30 days unless told otherwise; if the request's transaction does not
+    commit, the blob must not outlive it."""
+    now = int(time.time())
+    if expires_after is None and purpose == "batch":
+        expires_after = BATCH_FILE_TTL_SECONDS
+    file = File(
+        id=file_id, project=project, filename=filename, purpose=purpose, bytes=writer.size,
+        created_at=now, expires_at=now + expires_after if expires_after else None,
+        status="processed", sha256=writer.sha256,
+    )
+    await store.commit(writer, project, file_id)
+    on_rollback(session, lambda: store.delete(project, file_id))
+    return file
 
 
 @dataclass
@@ -98,24 +118,9 @@ class FileService:
                 await blob.discard()
             raise
 
-        now = int(time.time())
-        if expires_after is None and purpose == "batch":
-            expires_after = BATCH_FILE_TTL_SECONDS
-        file = File(
-            id=file_id,
-            project=project,
-            filename=filename,
-            purpose=purpose,
-            bytes=blob.size,
-            created_at=now,
-            expires_at=now + expires_after if expires_after else None,
-            status="processed",
-            sha256=blob.sha256,
-        )
-        await self.store.commit(blob, project, file.id)
+        file = await commit_new_file(self.session, self.store, blob, file_id=file_id, project=project,
+                                     filename=filename, purpose=purpose, expires_after=expires_after)
         metrics.record_upload(blob.size)
-        # If the request's transaction does not commit, the blob must not outlive it.
-        on_rollback(self.session, lambda: self.store.delete(project, file.id))
         return await self.repo.add(file)
 
     def _validate_form(self, fields: dict[str, str], has_file: bool) -> tuple[str, int | None]:

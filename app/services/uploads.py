@@ -25,7 +25,7 @@ from app.db.repositories.uploads import UploadRepository
 from app.errors import InvalidRequest, MissingParameter, NotFound, PayloadTooLarge
 from app.schemas.files import UPLOAD_PURPOSES
 from app.schemas.uploads import UploadCompleteRequest, UploadCreateRequest
-from app.services.files import BATCH_FILE_TTL_SECONDS, MULTIPART_OVERHEAD_BYTES, new_file_id, sanitize_filename
+from app.services.files import MULTIPART_OVERHEAD_BYTES, commit_new_file, new_file_id, sanitize_filename
 from app.services.quotas import check_upload
 from app.services.unit_of_work import after_commit, on_rollback
 from app.services.upload_stream import receive_upload
@@ -195,17 +195,9 @@ class UploadService:
                 f"The md5 of the uploaded bytes ({md5}) does not match the 'md5' given ({request.md5}).",
                 param="md5", code="md5_mismatch",
             )
-        now = int(time.time())
-        expires_after = upload.file_expires_after
-        if expires_after is None and upload.purpose == "batch":
-            expires_after = BATCH_FILE_TTL_SECONDS
-        file = File(
-            id=new_file_id(), project=project, filename=upload.filename, purpose=upload.purpose,
-            bytes=writer.size, created_at=now, expires_at=now + expires_after if expires_after else None,
-            status="processed", sha256=writer.sha256,
-        )
-        await self.store.commit(writer, project, file.id)
-        on_rollback(self.session, lambda: self.store.delete(project, file.id))
+        file = await commit_new_file(
+            self.session, self.store, writer, file_id=new_file_id(), project=project, filename=upload.filename,
+            purpose=upload.purpose, expires_after=upload.file_expires_after)
         locked = self._require_pending(await self.repo.get(project, upload_id, for_update=True), upload_id, "complete")
         if not await self.repo.finish(locked, "completed", file.id):
             raise InvalidRequest(f"Cannot complete Upload {upload_id}: it is no longer pending.", param="upload_id")

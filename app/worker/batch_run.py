@@ -5,20 +5,18 @@ Every step re-reads the batch, so a restart resumes wherever the last one stoppe
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from contextlib import suppress
 
 from app.db.maintenance import reclaim_checkpoint_space
 from app.db.models import TERMINAL_STATUSES, Batch
-from app.db.repositories.batches import BatchRepository, Claim, LeaseLost
+from app.db.repositories.batches import BatchRepository, Claim
 from app.db.repositories.shards import ShardRepository
 from app.services.shards import cut_shards
 from app.services.validation import validate_input_file
 from app.worker.context import WorkerContext, fault_point
 from app.worker.finalize import finalize
-from app.worker.leases import keep_lease
+from app.worker.leases import holding_lease
 from app.webhooks.outbox import enqueue_batch_event
 
 log = logging.getLogger("batchd.worker")
@@ -34,23 +32,17 @@ class BatchRun:
             return await BatchRepository(session).load(self.claim.batch_id)
 
     async def run(self) -> None:
-        heartbeat = asyncio.create_task(keep_lease(
-            self._renew, self.ctx.settings.lease_seconds / 3, asyncio.current_task(), self.claim.batch_id))
-        try:
+        async with holding_lease(self._renew, self._release, self.ctx.settings.lease_seconds / 3,
+                                 self.claim.batch_id):
             await self._drive()
-        except LeaseLost:
-            log.warning("lost the lease on %s; another replica has it", self.claim.batch_id)
-        finally:
-            heartbeat.cancel()
-            with suppress(asyncio.CancelledError):
-                await heartbeat
-            with suppress(Exception):
-                async with self.ctx.db.write() as session:
-                    await BatchRepository(session).release(self.claim)
 
     async def _renew(self) -> None:
         async with self.ctx.db.write() as session:
             await BatchRepository(session).heartbeat(self.claim, time.time(), self.ctx.settings.lease_seconds)
+
+    async def _release(self) -> None:
+        async with self.ctx.db.write() as session:
+            await BatchRepository(session).release(self.claim)
 
     async def _drive(self) -> None:
         while True:

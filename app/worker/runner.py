@@ -87,8 +87,14 @@ class Worker:
         shard another replica gave back or abandoned, so it resumes at once."""
         running = Counter(run.claim.batch_id for run, _ in self._shards.values())
         backing_off = self._backing_off()
-        for limit, resumed_only in ((1, False), (SHARDS_PER_BATCH, False), (None, True)):
-            skip = [batch_id for batch_id, n in running.items() if limit is not None and n >= limit]
+        running_here = list(running)
+        at_limit = [batch_id for batch_id, n in running.items() if n >= SHARDS_PER_BATCH]
+        tiers = [(running_here, False)]
+        if at_limit != running_here:  # else the second tier asks what the first just asked
+            tiers.append((at_limit, False))
+        if at_limit:  # else the second tier already covered every resumable shard
+            tiers.append(([], True))
+        for skip, resumed_only in tiers:
             async with self.ctx.db.write() as session:
                 claim = await ShardRepository(session).claim(
                     self.ctx.owner, time.time(), self.ctx.settings.lease_seconds, skip + backing_off, resumed_only)

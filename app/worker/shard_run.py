@@ -11,13 +11,13 @@ from collections.abc import AsyncIterator
 from contextlib import suppress
 
 from app.db.models import Batch
-from app.db.repositories.batches import BatchRepository, LeaseLost
+from app.db.repositories.batches import BatchRepository
 from app.db.repositories.shards import ShardClaim, ShardRepository
 from app.services.jsonl import split_lines
 from app.worker.checkpoint import Checkpoint
 from app.worker.context import WorkerContext
 from app.worker.executor import LineExecutor
-from app.worker.leases import keep_lease
+from app.worker.leases import holding_lease
 from app.worker.lines import InputLine, parse_input_line
 from app.worker.ordering import grouped_by_prefix
 
@@ -46,26 +46,18 @@ class ShardRun:
         self._check_now.set()
 
     async def run(self) -> None:
-        heartbeat = asyncio.create_task(keep_lease(
-            self._renew, self.ctx.settings.lease_seconds / 3, asyncio.current_task(), self.what))
-        done = False
-        try:
-            done = await self._execute()
-        except LeaseLost:
-            log.warning("lost the lease on %s; another replica has it", self.what)
-        finally:
-            heartbeat.cancel()
-            with suppress(asyncio.CancelledError):
-                await heartbeat
-            if not done:
-                # Drain, cancel or a failure: hand the shard back at once, not at lease expiry.
-                with suppress(Exception):
-                    async with self.ctx.db.write() as session:
-                        await ShardRepository(session).release(self.claim)
+        async with holding_lease(self._renew, self._release, self.ctx.settings.lease_seconds / 3, self.what):
+            await self._execute()
 
     async def _renew(self) -> None:
         async with self.ctx.db.write() as session:
             await ShardRepository(session).heartbeat(self.claim, time.time(), self.ctx.settings.lease_seconds)
+
+    async def _release(self) -> None:
+        """Drain, cancel or a failure: hand the shard back at once, not at lease expiry (a shard
+        already marked done is left as it is)."""
+        async with self.ctx.db.write() as session:
+            await ShardRepository(session).release(self.claim)
 
     async def _pending_lines(self, batch: Batch, done: set[int]) -> AsyncIterator[InputLine]:
         claim = self.claim
@@ -76,13 +68,13 @@ class ShardRun:
                 if line is not None:
                     yield line
 
-    async def _execute(self) -> bool:
-        """True once every line of the shard has its checkpoint row and the shard is done."""
+    async def _execute(self) -> None:
+        """Run the shard's unfinished lines; mark it done once every line has its checkpoint row."""
         async with self.ctx.db.read() as session:
             batch = await BatchRepository(session).load(self.claim.batch_id)
             done = await ShardRepository(session).finished_line_numbers(self.claim)
         if batch is None or batch.status != "in_progress":
-            return False
+            return
         checkpoint = Checkpoint(self.ctx.db, self.claim)
         executor = LineExecutor(self.ctx.registry, self.ctx.window(batch.model), self.ctx.gate(batch.model), batch.id)
         stop = asyncio.Event()
@@ -95,20 +87,19 @@ class ShardRun:
                 await monitor
             await checkpoint.flush()
         if not finished:
-            return False
+            return
         async with self.ctx.db.read() as session:
             recorded = await ShardRepository(session).count_lines(self.claim)
         if recorded < self.claim.lines:
             # A line whose result was not recorded runs again when the shard is next claimed.
             log.warning("%s: %d of %d lines recorded; running the rest again", self.what, recorded, self.claim.lines)
-            return False
+            return
         now = time.time()
         async with self.ctx.db.write() as session:
             await ShardRepository(session).mark_done(self.claim, now)
         async with self.ctx.db.write() as session:
             if await BatchRepository(session).finish_running(batch.id, int(now)):
                 log.info("batch %s: every shard done; finalizing", batch.id)
-        return True
 
     async def _monitor(self, batch: Batch, checkpoint: Checkpoint, stop: asyncio.Event) -> None:
         """Flush finished lines and stop the run when the batch is cancelled or expires."""

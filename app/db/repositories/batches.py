@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Select, and_, delete, exists, func, or_, select, update
+from sqlalchemy import Select, and_, delete, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import ACTIVE_STATUSES, SHARD_DONE, SHARD_RUNNING, Batch, BatchLine, BatchShard
@@ -105,7 +105,7 @@ class BatchRepository:
             and_(Batch.status == "in_progress", or_(~unfinished_shard, and_(Batch.expires_at <= now, ~live_shard))),
         )
         candidate = (
-            select(Batch.seq)
+            select(Batch.seq, Batch.lease_owner)
             .where(has_work, (Batch.lease_expires_at.is_(None)) | (Batch.lease_expires_at < now))
             .order_by(Batch.seq)
             .limit(1)
@@ -113,19 +113,23 @@ class BatchRepository:
         )
         if skip:
             candidate = candidate.where(Batch.id.not_in(list(skip)))
-        # Who held it before: a claim of a lease someone else let expire is a takeover (the
-        # FOR UPDATE in `candidate` keeps the row for the update below on Postgres).
-        previous = await self.session.scalar(select(Batch.lease_owner).where(Batch.seq == candidate.scalar_subquery()))
+        # Picked first and then updated (the FOR UPDATE keeps the row ours on Postgres; SQLite's
+        # write transaction is exclusive), so who held it before is known: a claim of a lease
+        # someone else let expire is a takeover.
+        picked = (await self.session.execute(candidate)).first()
+        if picked is None:
+            return None
+        seq, previous = picked
         result = await self.session.execute(
             update(Batch)
-            .where(Batch.seq == candidate.scalar_subquery())
+            .where(Batch.seq == seq)
             .values(lease_owner=owner, lease_expires_at=now + lease_seconds, fence=Batch.fence + 1)
             .returning(Batch.id, Batch.fence)
         )
-        row = result.first()
-        if row and previous not in (None, owner):
+        batch_id, fence = result.one()
+        if previous not in (None, owner):
             record_lease_takeover()
-        return Claim(row[0], row[1]) if row else None
+        return Claim(batch_id, fence)
 
     async def _fenced_update(self, claim: Claim, *conditions, **values) -> bool:
         result = await self.session.execute(
