@@ -1,7 +1,7 @@
 """Prometheus metrics: every metric object batchd exposes at `GET /metrics`, and the one-line
 helpers the rest of the code calls to update them.
 
-Names follow /work/helpers/METRICS.md (base units, `_total` counters, bounded labels: a model,
+Names follow Prometheus' conventions (base units, `_total` counters, bounded labels: a model,
 an endpoint, a route template, a status; never a batch or file id). They live in their own
 registry, not prometheus_client's global one, so vLLM's in-process metrics and ours never clash.
 Counters count what this process did since it started; Prometheus' `rate()`/`increase()`
@@ -9,6 +9,7 @@ handle the resets of a restart."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -66,10 +67,17 @@ def _endpoint_label(url: str) -> str:
     return normalize_endpoint(url) or "<unknown>"
 
 
+@functools.lru_cache(maxsize=4096)
+def _series(metric, *labels: str):
+    """A labelled series, looked up once: `labels()` validates and takes a lock on every call,
+    and a batch line updates six series (W5 profile: 5% of an upstream replica's CPU)."""
+    return metric.labels(*labels)
+
+
 @contextmanager
 def line_waiting(model: object) -> Iterator[None]:
     """Around the wait for an engine slot."""
-    gauge = LINES_WAITING.labels(_model_label(model))
+    gauge = _series(LINES_WAITING, _model_label(model))
     gauge.inc()
     try:
         yield
@@ -81,22 +89,22 @@ def line_waiting(model: object) -> Iterator[None]:
 def line_in_flight(model: object, url: str) -> Iterator[None]:
     """Around one line's engine call: in-flight gauge and latency histogram."""
     label = _model_label(model)
-    gauge = LINES_IN_FLIGHT.labels(label)
+    gauge = _series(LINES_IN_FLIGHT, label)
     gauge.inc()
     started = time.perf_counter()
     try:
         yield
     finally:
         gauge.dec()
-        LINE_LATENCY.labels(label, _endpoint_label(url)).observe(time.perf_counter() - started)
+        _series(LINE_LATENCY, label, _endpoint_label(url)).observe(time.perf_counter() - started)
 
 
 def record_line(model: object, url: str, ok: bool, usage: object) -> None:
     """A line finished with a result (what the checkpoint records)."""
     label = _model_label(model)
-    LINES_FINISHED.labels(label, _endpoint_label(url), "completed" if ok else "failed").inc()
-    INPUT_TOKENS.labels(label).inc(getattr(usage, "input_tokens", 0) or 0)
-    OUTPUT_TOKENS.labels(label).inc(getattr(usage, "output_tokens", 0) or 0)
+    _series(LINES_FINISHED, label, _endpoint_label(url), "completed" if ok else "failed").inc()
+    _series(INPUT_TOKENS, label).inc(getattr(usage, "input_tokens", 0) or 0)
+    _series(OUTPUT_TOKENS, label).inc(getattr(usage, "output_tokens", 0) or 0)
 
 
 def record_upload(nbytes: int) -> None:
@@ -151,5 +159,5 @@ class HttpMetricsMiddleware:
         finally:
             route = getattr(scope.get("route"), "path", None) or UNMATCHED_ROUTE
             method = scope.get("method", "GET") if scope.get("method") in _METHODS else "OTHER"
-            HTTP_REQUESTS.labels(method, route, str(status)).inc()
-            HTTP_DURATION.labels(method, route).observe(time.perf_counter() - started)
+            _series(HTTP_REQUESTS, method, route, str(status)).inc()
+            _series(HTTP_DURATION, method, route).observe(time.perf_counter() - started)
