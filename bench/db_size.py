@@ -68,8 +68,8 @@ def _write_report(args, before, rows) -> None:
         "# Database size across batches (Postgres)", "",
         f"{args.batches} embedding batches of {args.lines:,} lines ({EMBED_MODEL}), one after the other, through one "
         f"`batchd serve` on a fresh Postgres database; commit `{commit}`, {time.strftime('%Y-%m-%d')}. "
-        "`python -m bench.db_size` reproduces it. Finalize deletes a batch's checkpoint rows and then runs "
-        f"`VACUUM batch_lines`; this Postgres has autovacuum {args.autovacuum}.", "",
+        "`python -m bench.db_size` reproduces it. Finalize deletes a batch's checkpoint rows; then, at most every 10 s per process, batchd runs "
+        f"`VACUUM (SKIP_LOCKED, TRUNCATE FALSE) batch_lines`; this Postgres has autovacuum {args.autovacuum}.", "",
         f"Before the first batch: database {before[0] / mib:.1f} MiB, `batch_lines` {before[1] / mib:.2f} MiB.", "",
         "| after batch | lines finished in all | batch time (s) | database (MiB) | `batch_lines` (MiB) | rows left in `batch_lines` |",
         "|---:|---:|---:|---:|---:|---:|",
