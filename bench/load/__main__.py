@@ -17,6 +17,8 @@ import dataclasses
 import datetime as dt
 import json
 import os
+import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +36,8 @@ from bench.load.verify import verify
 from bench.machine import machine_info
 from bench.proc import kill_tree
 
+# The probe (bench/load/probe.py) needs a moment to create its batch before it samples.
+PROBE_STARTUP_S = 5.0
 RESULTS = Path(__file__).parents[1] / "results"
 API_KEY = "load-key"
 BUILT_IN_MODELS = ("batchd-tiny-chat", "all-MiniLM-L6-v2")
@@ -44,9 +48,6 @@ class Server:
     """`batchd serve` with the built-in models on a free port, in its own process group."""
 
     def __init__(self, work: Path, database_url: str | None, enforce_eager: bool = False) -> None:
-        import socket
-        import subprocess
-
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             self.port = sock.getsockname()[1]
@@ -135,7 +136,10 @@ def run_backend(backend: str, config: LoadConfig, work: Path, enforce_eager: boo
         cpu = CpuMeter(server.proc.pid)
         # Sample the middle of the run, when the engine is saturated.
         profiler = Profiler(server.proc.pid, int(config.duration_s / 2), work / backend / "api-profile.txt")
+        probe = subprocess.Popen([sys.executable, "-m", "bench.load.probe", server.base_url, API_KEY,
+                                  str(config.duration_s - PROBE_STARTUP_S)], stdout=subprocess.PIPE, text=True)
         stats = asyncio.run(run_load(server.base_url, API_KEY, config))
+        probe_ms = json.loads(probe.communicate(timeout=120)[0])
         cpu_seconds = cpu.stop()
         profile = profiler.summary()
         load_after = os.getloadavg()
@@ -149,6 +153,7 @@ def run_backend(backend: str, config: LoadConfig, work: Path, enforce_eager: boo
     return {
         "backend": backend,
         "operations": {op: percentiles(values) for op, values in sorted(stats.latencies.items())},
+        "probe_retrieve": percentiles([ms / 1000 for ms in probe_ms]),
         "errors": stats.errors,
         "retried_503": dict(stats.retried_503),
         "cancel_conflicts": stats.cancel_conflicts,

@@ -64,6 +64,10 @@ def markdown(report: dict, chart_name: str) -> str:
         for op, p in run["operations"].items():
             out.append(f"| {op} | {p['n']} | {_ms(p['p50'])} | {_ms(p['p95'])} | {_ms(p['p99'])} | {_ms(p['max'])} "
                        f"| {run['retried_503'].get(op, 0)} |")
+        probe = run.get("probe_retrieve")
+        if probe and probe["n"]:
+            out.append(f"| batches.retrieve, probe (one client, own process, 20 calls/s) | {probe['n']} "
+                       f"| {_ms(probe['p50'])} | {_ms(probe['p95'])} | {_ms(probe['p99'])} | {_ms(probe['max'])} | 0 |")
         out += [
             "",
             f"- Errors (anything but a retried 503 + Retry-After): **{len(run['errors'])}**"
