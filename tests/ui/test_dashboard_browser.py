@@ -149,7 +149,7 @@ def _screenshot(browser, path: Path) -> None:
 
 
 def test_cancel_a_running_batch_from_its_page(browser, model_client):
-    batch = create(model_client, [chat_line(f"c-{i}", f"cancel me {i}", max_tokens=48) for i in range(1500)])
+    batch = create(model_client, [chat_line(f"c-{i}", f"cancel me {i}", max_tokens=64, ignore_eos=True) for i in range(1500)])
     wait_for(model_client, batch.id, statuses={"in_progress"}, timeout=60)
     _go(browser, f"/batch/{batch.id}")
     _click(browser, "#cancel-batch:not([hidden])")
