@@ -17,8 +17,9 @@ def _settings(args: argparse.Namespace) -> Settings:
         for name in ("host", "port", "data_dir", "database_url", "storage_url", "models", "model_config_file")
         if (value := getattr(args, name, None)) is not None
     }
-    if getattr(args, "no_models", False):
-        overrides["no_models"] = True
+    for flag in ("no_models", "api_only"):
+        if getattr(args, flag, False):
+            overrides[flag] = True
     return Settings(**overrides)
 
 
@@ -156,6 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", dest="model_config_file", type=Path,
                        help="YAML/JSON file of per-model engine options")
     serve.add_argument("--no-models", action="store_true", help="serve the Files API only, no engines")
+    serve.add_argument("--api-only", action="store_true",
+                       help="serve HTTP only, no engines and no worker: replicas without this flag on the "
+                            "same database and storage run the batches")
     serve.set_defaults(func=_serve)
 
     run_batch = commands.add_parser(

@@ -75,6 +75,9 @@ class Settings(BaseSettings):
     model_config_file: Path | None = None
     # Serve no models at all (Files API only; batches fail validation with model_not_found).
     no_models: bool = False
+    # Serve HTTP only: no engines, no worker. Replicas without it, on the same database and
+    # storage, run the batches this one accepts (keeps API latency off the engines' CPUs).
+    api_only: bool = False
 
     # GET /metrics needs `Authorization: Bearer <this>` when set; open when empty.
     metrics_token: str = ""

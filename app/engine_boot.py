@@ -7,8 +7,8 @@ from app.config import Settings
 
 
 class NoModels:
-    """The registry of a server started with --no-models: nothing is served, so every batch
-    fails validation with model_not_found."""
+    """The registry of a server started with --no-models (nothing is served, so every batch
+    fails validation with model_not_found) or --api-only (it runs no batches itself)."""
 
     ready = True
 

@@ -15,7 +15,7 @@ from app.body_limit import BodyLimitMiddleware
 from app.config import Settings
 from app.db import migrate
 from app.db.engine import Database
-from app.engine_boot import start_registry
+from app.engine_boot import NoModels, start_registry
 from app.error_handlers import install_error_handlers
 from app.metrics import HttpMetricsMiddleware
 from app.openapi import install_openapi
@@ -59,6 +59,10 @@ async def _sweep_forever(db: Database, store: BlobStore, settings: Settings) -> 
 
 
 async def _start_engines_and_worker(app: FastAPI, settings: Settings, db: Database, store: BlobStore) -> None:
+    if settings.api_only:
+        app.state.registry, app.state.ready = NoModels(), True
+        log.info("ready: API only (no engines, no worker)")
+        return
     try:
         app.state.registry = await start_registry(settings)
     except Exception:

@@ -1,8 +1,12 @@
 """Load test: 50 concurrent clients for 2 minutes against `batchd serve` (built-in models), on
 SQLite and on Postgres; then every batch must end and every file round-trip.
 
-    .venv/bin/python -m bench.load [--backends sqlite,postgres] [--clients 50] [--duration 120]
-                                   [--name 2026-11-23-load]
+    .venv/bin/python -m bench.load [--backends sqlite,postgres] [--layouts one,split]
+                                   [--clients 50] [--duration 120] [--name 2026-11-23-load]
+
+Layouts: `one` is a single `batchd serve` taking the load and running the batches; `split` is an
+`--api-only` replica taking the load beside a full replica (at niceness 10) that runs them, both on
+the same database and data dir.
 
 Writes bench/results/<name>.json, .md and .png. Exits 1 if any call failed (other than a 503 with
 Retry-After, which is retried) or anything was lost; the p99 target is reported, not enforced.
@@ -36,6 +40,8 @@ from bench.load.verify import verify
 from bench.machine import machine_info
 from bench.proc import kill_tree
 
+# The worker replica of the split layout yields the CPU to the API-only replica.
+WORKER_NICENESS = 10
 # The probe (bench/load/probe.py) needs a moment to create its batch before it samples.
 PROBE_STARTUP_S = 5.0
 RESULTS = Path(__file__).parents[1] / "results"
@@ -47,7 +53,8 @@ PG_ADMIN = os.environ.get("BATCHD_BENCH_POSTGRES_DSN", "postgresql://postgres@12
 class Server:
     """`batchd serve` with the built-in models on a free port, in its own process group."""
 
-    def __init__(self, work: Path, database_url: str | None, enforce_eager: bool = False) -> None:
+    def __init__(self, work: Path, database_url: str | None, enforce_eager: bool = False, *,
+                 extra_args: tuple[str, ...] = (), niceness: int = 0, name: str = "server") -> None:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             self.port = sock.getsockname()[1]
@@ -59,10 +66,12 @@ class Server:
             config = work / "models.json"
             config.write_text(json.dumps({"models": {name: {"engine_args": {"enforce_eager": True}}
                                                      for name in BUILT_IN_MODELS}}))
-            cmd += [arg for name in BUILT_IN_MODELS for arg in ("--model", name)] + ["--config", str(config)]
+            cmd += [arg for model in BUILT_IN_MODELS for arg in ("--model", model)] + ["--config", str(config)]
+        cmd += list(extra_args)
         env = {**os.environ, "BATCHD_API_KEYS": f"{API_KEY}=load", "BATCHD_LOG_LEVEL": "warning"}
-        self.log = (work / "server.log").open("wb")
-        self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.log = (work / f"{name}.log").open("wb")
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+                                     preexec_fn=(lambda: os.nice(niceness)) if niceness else None)
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
 
     def wait_healthy(self, timeout: float = 1800) -> None:
@@ -85,21 +94,23 @@ class Server:
 
 
 class CpuMeter:
-    """CPU seconds spent during the load by the API process, its engine processes, this
-    harness (the 50 clients) and the whole machine: where the two CPUs went."""
+    """CPU seconds spent during the load by the API process, the engines (with the worker
+    replica, if split), this harness (the 50 clients) and the whole machine: where the two CPUs went."""
 
-    def __init__(self, server_pid: int) -> None:
+    def __init__(self, server_pid: int, worker_pid: int | None = None) -> None:
         self.server = psutil.Process(server_pid)
+        self.worker = psutil.Process(worker_pid) if worker_pid else None
         self.start = self._sample()
 
     def _sample(self) -> dict[str, float]:
         def busy(times) -> float:
             return times.user + times.system
 
-        engines = 0.0
-        for child in self.server.children(recursive=True):
-            with contextlib.suppress(psutil.NoSuchProcess):
-                engines += busy(child.cpu_times())
+        engines = busy(self.worker.cpu_times()) if self.worker else 0.0
+        for parent in filter(None, (self.server, self.worker)):
+            for child in parent.children(recursive=True):
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    engines += busy(child.cpu_times())
         machine = psutil.cpu_times()
         return {"api": busy(self.server.cpu_times()), "engines": engines, "clients": busy(psutil.Process().cpu_times()),
                 "machine": machine.user + machine.system + machine.nice + getattr(machine, "irq", 0)
@@ -120,22 +131,32 @@ async def _pg(sql: str) -> None:
         await conn.close()
 
 
-def run_backend(backend: str, config: LoadConfig, work: Path, enforce_eager: bool, log=print) -> dict:
+def run_backend(backend: str, layout: str, config: LoadConfig, work: Path, enforce_eager: bool, log=print) -> dict:
+    label = backend if layout == "one" else f"{backend}, {layout}"
     database_url = None
     if backend == "postgres":
         name = f"batchd_load_{uuid.uuid4().hex[:10]}"
         asyncio.run(_pg(f'CREATE DATABASE "{name}"'))
         database_url = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://", 1) + "/" + name
-    (work / backend).mkdir(parents=True, exist_ok=True)
-    server = Server(work / backend, database_url, enforce_eager)
+    run_dir = work / f"{backend}-{layout}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    worker = None
+    if layout == "split":
+        # The API-only replica first: it migrates the database before the worker replica opens it.
+        server = Server(run_dir, database_url, extra_args=("--api-only",), name="api")
+    else:
+        server = Server(run_dir, database_url, enforce_eager)
     try:
-        log(f"[{backend}] starting batchd serve (built-in models) ...")
+        log(f"[{label}] starting batchd serve (built-in models) ...")
         server.wait_healthy()
+        if layout == "split":
+            worker = Server(run_dir, database_url, enforce_eager, niceness=WORKER_NICENESS, name="worker")
+            worker.wait_healthy()
         load_before = os.getloadavg()
-        log(f"[{backend}] {config.clients} clients for {config.duration_s:.0f} s ...")
-        cpu = CpuMeter(server.proc.pid)
+        log(f"[{label}] {config.clients} clients for {config.duration_s:.0f} s ...")
+        cpu = CpuMeter(server.proc.pid, worker.proc.pid if worker else None)
         # Sample the middle of the run, when the engine is saturated.
-        profiler = Profiler(server.proc.pid, int(config.duration_s / 2), work / backend / "api-profile.txt")
+        profiler = Profiler(server.proc.pid, int(config.duration_s / 2), run_dir / "api-profile.txt")
         probe = subprocess.Popen([sys.executable, "-m", "bench.load.probe", server.base_url, API_KEY,
                                   str(config.duration_s - PROBE_STARTUP_S)], stdout=subprocess.PIPE, text=True)
         stats = asyncio.run(run_load(server.base_url, API_KEY, config))
@@ -143,15 +164,18 @@ def run_backend(backend: str, config: LoadConfig, work: Path, enforce_eager: boo
         cpu_seconds = cpu.stop()
         profile = profiler.summary()
         load_after = os.getloadavg()
-        log(f"[{backend}] load done: {sum(len(v) for v in stats.latencies.values())} calls, "
+        log(f"[{label}] load done: {sum(len(v) for v in stats.latencies.values())} calls, "
             f"{len(stats.errors)} errors; verifying ...")
         checked = asyncio.run(verify(server.base_url, API_KEY, stats))
     finally:
-        server.stop()
+        for process in filter(None, (worker, server)):
+            process.stop()
         if database_url:
             asyncio.run(_pg(f'DROP DATABASE IF EXISTS "{database_url.rsplit("/", 1)[1]}" WITH (FORCE)'))
     return {
-        "backend": backend,
+        "backend": label,
+        "layout": layout,
+        "worker_niceness": WORKER_NICENESS if layout == "split" else None,
         "operations": {op: percentiles(values) for op, values in sorted(stats.latencies.items())},
         "probe_retrieve": percentiles([ms / 1000 for ms in probe_ms]),
         "errors": stats.errors,
@@ -170,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.load", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backends", default="sqlite,postgres")
+    parser.add_argument("--layouts", default="one", help="one, split, or both: one,split")
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--duration", type=float, default=120.0)
     parser.add_argument("--think", type=float, default=0.25, help="mean pause between a client's calls (s)")
@@ -180,9 +205,13 @@ def main(argv: list[str] | None = None) -> int:
     config = LoadConfig(clients=args.clients, duration_s=args.duration, think_s=args.think)
     work = Path(tempfile.mkdtemp(prefix="batchd-load-"))
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    layouts = [layout.strip() for layout in args.layouts.split(",") if layout.strip()]
+    if unknown := set(layouts) - {"one", "split"}:
+        parser.error(f"unknown layout(s): {', '.join(sorted(unknown))}")
     report = {"date": dt.date.today().isoformat(), "config": dataclasses.asdict(config), "machine": machine_info(),
               "enforce_eager": args.enforce_eager,
-              "runs": [run_backend(backend, config, work, args.enforce_eager) for backend in backends]}
+              "runs": [run_backend(backend, layout, config, work, args.enforce_eager)
+                       for backend in backends for layout in layouts]}
     args.results_dir.mkdir(parents=True, exist_ok=True)
     base = args.results_dir / args.name
     base.with_suffix(".json").write_text(json.dumps(report, indent=1))

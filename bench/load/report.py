@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 RETRIEVE_P99_TARGET_MS = 250.0
+SPLIT_LAYOUT = ("Split layout: the clients talk to a `batchd serve --api-only` replica (no engines, no worker); "
+                "a full replica at niceness {} runs the batches on the same database and data dir. "
+                "Engine processes below include that replica's own process.")
 
 
 def _ms(value: float | None) -> str:
@@ -35,7 +38,7 @@ def markdown(report: dict, chart_name: str) -> str:
         f"# Load test, {report['date']}",
         "",
         f"{c['clients']} concurrent clients (official `openai` async client, one connection pool each) for "
-        f"{c['duration_s']:.0f} s against one `batchd serve` with the built-in models, each client looping "
+        f"{c['duration_s']:.0f} s against `batchd serve` with the built-in models, each client looping "
         f"over uploads, chunked uploads, lists, retrieves, downloads, batch creates, retrieves and cancels "
         f"with a random pause of 0-{2 * c['think_s']:.2f} s between calls; batches of {c['lines_per_batch']} "
         f"chat lines x {c['max_tokens']} tokens keep the engine saturated. Clients run on the same machine.",
@@ -53,6 +56,7 @@ def markdown(report: dict, chart_name: str) -> str:
         out += [
             f"## {run['backend']}",
             "",
+            *([SPLIT_LAYOUT.format(run["worker_niceness"]), ""] if run.get("layout") == "split" else []),
             f"Load average (1/5/15 min) before: {run['loadavg_before']}, after: {run['loadavg_after']}.",
             "",
             _cpu_line(run.get("cpu_seconds")),
