@@ -26,6 +26,7 @@ from vllm.v1.engine.exceptions import EngineDeadError as VllmEngineDeadError
 
 from app.engine import launch
 from app.engine.cpu_affinity import pin_off_worker_cpus, unpin
+from app.engine.cpu_priority import lower_engine_priority
 from app.engine.endpoints import normalize_endpoint
 from app.engine.errors import EngineDeadError, EngineNotReadyError, RequestAborted
 from app.engine.inflight import InflightRequests
@@ -81,6 +82,7 @@ class EngineRegistry:
                     raise EngineNotReadyError("shutdown() was called while the engines were starting.")
             # Once all are up: engines started after pinning would inherit the narrowed CPUs.
             self._cpus_before_pinning = pin_off_worker_cpus()
+            lower_engine_priority()
         except BaseException:
             await self.shutdown()
             raise

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -206,6 +207,19 @@ def test_engine_processes_run_on_jemalloc(model_server):
     assert {p.name() for p in engines} >= {"VLLM::EngineCore", "VLLM::Worker"}
     for process in engines:
         assert "libjemalloc" in Path(f"/proc/{process.pid}/maps").read_text(), process.name()
+
+
+def test_engine_processes_run_below_the_api(model_server):
+    # Every thread of vLLM's processes at the server's niceness + 10, so an API request's
+    # wake-up preempts inference (app/engine/cpu_priority.py, bench/results/2026-11-24-load.md).
+    server = psutil.Process(model_server.proc.pid)
+    engines = [p for p in server.children(recursive=True) if p.name().startswith("VLLM::")]
+    assert {p.name() for p in engines} >= {"VLLM::EngineCore", "VLLM::Worker"}
+    expected = min(19, server.nice() + 10)
+    for process in engines:
+        threads = {t.id: os.getpriority(os.PRIO_PROCESS, t.id) for t in process.threads()}
+        assert set(threads.values()) == {expected}, (process.name(), threads)
+    assert server.nice() < expected  # the API process itself is left where it was
 
 
 def test_embeddings_batch_outputs_are_in_input_order(model_client):
