@@ -8,6 +8,9 @@ RETRIEVE_P99_TARGET_MS = 250.0
 SPLIT_LAYOUT = ("Split layout: the clients talk to a `batchd serve --api-only` replica (no engines, no worker); "
                 "a full replica at niceness {} runs the batches on the same database and data dir. "
                 "Engine processes below include that replica's own process.")
+UNNICED_LAYOUT = ("Engines unniced: one `batchd serve` with its engine processes at the API's niceness "
+                  "(`BATCHD_ENGINE_NICENESS=0`, as before 2026-11-24); `one` below is the default (engines at +10).")
+LAYOUT_NOTES = {"split": SPLIT_LAYOUT, "one-unniced": UNNICED_LAYOUT}
 
 
 def _ms(value: float | None) -> str:
@@ -56,7 +59,7 @@ def markdown(report: dict, chart_name: str) -> str:
         out += [
             f"## {run['backend']}",
             "",
-            *([SPLIT_LAYOUT.format(run["worker_niceness"]), ""] if run.get("layout") == "split" else []),
+            *([LAYOUT_NOTES[run["layout"]].format(run["worker_niceness"]), ""] if run.get("layout") in LAYOUT_NOTES else []),
             f"Load average (1/5/15 min) before: {run['loadavg_before']}, after: {run['loadavg_after']}.",
             "",
             _cpu_line(run.get("cpu_seconds")),
@@ -94,8 +97,12 @@ def write_chart(report: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     runs = report["runs"]
-    fig, axes = plt.subplots(1, len(runs), figsize=(7 * len(runs), 4.8), squeeze=False)
-    for ax, run in zip(axes[0], runs, strict=True):
+    cols = min(3, len(runs))  # one row per backend when three layouts ran
+    rows = -(-len(runs) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(7 * cols, 4.8 * rows), squeeze=False)
+    for ax in axes.flat[len(runs):]:
+        ax.set_visible(False)
+    for ax, run in zip(axes.flat, runs):
         ops = list(run["operations"])
         width = 0.27
         for k, (key, label) in enumerate((("p50", "p50"), ("p95", "p95"), ("p99", "p99"))):
