@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 
 SETTING = "BATCHD_ENGINE_NICENESS"
 DEFAULT = 10
-ENGINE_TITLE = "VLLM::"  # EngineCore and Worker processes name themselves so
+ENGINE_TITLE = "VLLM::"  # vLLM titles its processes VLLM::EngineCore and VLLM::Worker
 
 
 def lower_engine_priority() -> None:
