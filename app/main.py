@@ -23,6 +23,7 @@ from app.request_id import RequestIdMiddleware
 from app.services.auth import Authenticator
 from app.services.blob_reconcile import remove_orphan_blobs
 from app.services.files import purge_tombstones, sweep_expired
+from app.services.models import model_entries, publish_models_forever
 from app.services.uploads import sweep_uploads
 from app.storage import BlobStore, open_store
 from app.ui import install_ui
@@ -101,11 +102,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         sender = asyncio.create_task(WebhookSender(db, settings).run_forever())
         # Engines take a while to load: serve files and /health (503 "starting") meanwhile.
         startup = asyncio.create_task(_start_engines_and_worker(app, settings, db, store))
+        background = [startup, sweeper, sender]
+        if not (settings.api_only or settings.no_models):
+            # So that --api-only replicas on this database can list what this one serves.
+            background.append(asyncio.create_task(publish_models_forever(
+                db, settings.replica_id, lambda: model_entries(app.state.registry, app.state.worker))))
         try:
             yield
         finally:
             app.state.ready = False
-            for task in (startup, sweeper, sender):
+            for task in background:
                 task.cancel()
                 with suppress(asyncio.CancelledError):
                     await task

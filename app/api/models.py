@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel
 
 from app.schemas.common import ERROR_RESPONSES
-from app.services.models import model_entries, model_entry
+from app.services.models import find_entry, list_entries
 
 router = APIRouter(prefix="/models", tags=["models"], responses=ERROR_RESPONSES)
 
@@ -32,12 +32,10 @@ class ModelList(BaseModel):
 
 @router.get("", response_model=ModelList)
 async def list_models(request: Request) -> ModelList:
-    state = request.app.state
-    return ModelList(data=[Model(**entry) for entry in model_entries(state.registry, state.worker)])
+    return ModelList(data=[Model(**entry) for entry in await list_entries(request.app.state)])
 
 
 @router.get("/{model_id:path}", response_model=Model)
 async def retrieve_model(model_id: str, request: Request) -> Model:
     """One model (ids may contain `/`, as hub ids do)."""
-    state = request.app.state
-    return Model(**model_entry(state.registry, state.worker, model_id))
+    return Model(**await find_entry(request.app.state, model_id))

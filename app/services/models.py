@@ -1,17 +1,35 @@
 """What `GET /v1/models` reports: each served model, its engine state and its load.
 
 OpenAI's model object has `id`, `object`, `created`, `owned_by`; batchd adds read-only fields
-(clients keep unknown fields) so the dashboard can show what the engines are doing."""
+(clients keep unknown fields) so the dashboard can show what the engines are doing.
+
+A replica with engines reports its own. It also publishes them to the database, so that a
+replica started with --api-only (no engines) lists the models the others serve, merged."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
+from app.db.engine import Database
+from app.db.repositories.served_models import ServedModelRepository
 from app.errors import NotFound
+
+log = logging.getLogger("batchd.models")
+
+PUBLISH_SECONDS = 5.0
+# A replica that has not published for this long has stopped (or lost the database).
+STALE_AFTER_SECONDS = 3 * PUBLISH_SECONDS
+# Best first: a model served by several replicas is as ready as the readiest of them.
+STATE_RANK = ("ready", "starting", "dead", "stopped")
+LOAD_FIELDS = ("lines_in_flight", "lines_waiting", "max_lines_in_flight")
 
 
 def model_entries(registry: Any, worker: Any) -> list[dict[str, Any]]:
-    """One entry per served model; empty while the engines are still starting."""
+    """One entry per model this replica serves; empty while the engines are still starting."""
     if registry is None:
         return []
     # The worker's per-model admission gates count the lines it has handed to each engine.
@@ -30,11 +48,63 @@ def model_entries(registry: Any, worker: Any) -> list[dict[str, Any]]:
     return entries
 
 
-def model_entry(registry: Any, worker: Any, model_id: str) -> dict[str, Any]:
-    for entry in model_entries(registry, worker):
+async def published_entries(db: Database) -> list[dict[str, Any]]:
+    """The models other replicas published lately, one entry per model: the best engine state
+    among its replicas and their loads added up."""
+    async with db.read() as session:
+        rows = await ServedModelRepository(session).published_since(time.time() - STALE_AFTER_SECONDS)
+    merged: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        entry = merged.setdefault(row.model_id, {
+            "id": row.model_id, "object": "model", "created": row.created, "owned_by": row.owned_by,
+            "engine_state": row.engine_state, **dict.fromkeys(LOAD_FIELDS, 0),
+        })
+        entry["created"] = min(entry["created"], row.created)
+        entry["engine_state"] = min(entry["engine_state"], row.engine_state, key=STATE_RANK.index)
+        for field in LOAD_FIELDS:
+            entry[field] += getattr(row, field)
+    return list(merged.values())
+
+
+async def list_entries(state: Any) -> list[dict[str, Any]]:
+    """`state` is the app's: an API-only replica lists what the others publish."""
+    if state.settings.api_only:
+        return await published_entries(state.db)
+    return model_entries(state.registry, state.worker)
+
+
+async def find_entry(state: Any, model_id: str) -> dict[str, Any]:
+    for entry in await list_entries(state):
         if entry["id"] == model_id:
             return entry
     # OpenAI's wording for an unknown model.
     raise NotFound(
         f"The model `{model_id}` does not exist or you do not have access to it.", code="model_not_found"
     )
+
+
+async def publish_models_forever(db: Database, replica: str, entries: Callable[[], list[dict[str, Any]]]) -> None:
+    """Every PUBLISH_SECONDS, replace this replica's rows with `entries()` and drop the rows of
+    replicas that stopped publishing; on cancel (shutdown), withdraw this replica's rows."""
+    try:
+        while True:
+            try:
+                now = time.time()
+                async with db.write() as session:
+                    repo = ServedModelRepository(session)
+                    await repo.replace(replica, entries(), now)
+                    await repo.remove_older_than(now - STALE_AFTER_SECONDS)
+            except Exception as exc:  # the database may be down: the rows age out meanwhile
+                log.warning("could not publish the served models (%s); will retry", exc)
+            await asyncio.sleep(PUBLISH_SECONDS)
+    finally:
+        try:
+            # Bounded: a database that is down must not hold up the shutdown.
+            await asyncio.wait_for(_withdraw(db, replica), timeout=PUBLISH_SECONDS)
+        except Exception as exc:
+            log.warning("could not withdraw the served models at shutdown (%s)", exc)
+
+
+async def _withdraw(db: Database, replica: str) -> None:
+    async with db.write() as session:
+        await ServedModelRepository(session).remove(replica)

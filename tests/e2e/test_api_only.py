@@ -4,13 +4,16 @@ model server's database, data dir and storage; batches created or cancelled thro
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import openai
 import psutil
 import pytest
 
+from app.services.models import PUBLISH_SECONDS
 from tests.support import db
-from tests.support.batches import chat_line, create, results_by_custom_id, wait_for
+from tests.support.batches import CHAT_MODEL, EMBED_MODEL, chat_line, create, results_by_custom_id, wait_for
 from tests.support.server import ServerProcess
 
 
@@ -34,8 +37,20 @@ def _replica(server: ServerProcess) -> str:
 
 def test_api_only_starts_no_engines(api_only, api_client):
     assert psutil.Process(api_only.pid).children(recursive=True) == []
-    assert api_client.models.list().data == []
     assert httpx.get(f"http://127.0.0.1:{api_only.port}/health", timeout=5).json()["status"] == "ok"
+
+
+def test_api_only_lists_the_models_the_model_server_publishes(api_client, model_client):
+    served = sorted((m.id, m.engine_state, m.created) for m in model_client.models.list())
+    assert [model for model, _, _ in served] == sorted([CHAT_MODEL, EMBED_MODEL])
+    deadline = time.monotonic() + 3 * PUBLISH_SECONDS
+    while (listed := sorted((m.id, m.engine_state, m.created) for m in api_client.models.list())) != served:
+        assert time.monotonic() < deadline, listed
+        time.sleep(0.5)
+    assert api_client.models.retrieve(CHAT_MODEL).engine_state == "ready"
+    with pytest.raises(openai.NotFoundError) as error:
+        api_client.models.retrieve("no-such-model")
+    assert error.value.body["code"] == "model_not_found"
 
 
 def test_batch_created_through_api_only_runs_on_the_model_server(api_only, api_client, model_server):
