@@ -21,7 +21,9 @@ from tests.support.upstreams import VllmServer
 VOLATILE = {"id", "created"}
 
 
-@pytest.fixture(scope="module")
+# Session scope: the backend parameter splits this module in two runs, and a module fixture
+# would start both `vllm serve`s again for the second (about a minute).
+@pytest.fixture(scope="session")
 def vllm_servers(tmp_path_factory):
     logs = tmp_path_factory.mktemp("vllm")
     chat_path = build_tiny_chat_model(tmp_path_factory.mktemp("models") / CHAT_MODEL)
