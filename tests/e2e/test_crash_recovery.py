@@ -18,7 +18,7 @@ from tests.conftest import API_KEYS_ENV
 from tests.support.batches import CHAT_MODEL, chat_line, create, results_by_custom_id, wait_for
 from tests.support.engines import eager_config
 from tests.support.server import ServerProcess
-from tests.support.upstreams import FakeFleet, upstream_config
+from tests.support.upstreams import paced_fleet
 
 LINES = 1000
 MAX_TOKENS = 16
@@ -32,15 +32,13 @@ class Served:
 
 @pytest.fixture
 def served(tmp_path, backend):
-    """The chat model: the real engine on SQLite, the fake upstream (2 completion tokens a line,
-    40 ms a request, 8 at once: about 200 lines/s) on Postgres + S3."""
+    """The chat model: the real engine on SQLite, the paced fake upstream (2 completion tokens
+    a line) on Postgres + S3."""
     if backend == "sqlite":
         config = eager_config(tmp_path / "models.json", {CHAT_MODEL: {}})
         yield Served(["--model", CHAT_MODEL, "--config", str(config)], MAX_TOKENS)
         return
-    fleet = FakeFleet(tmp_path, delay_ms=40, max_concurrency=8).start()
-    config = upstream_config(tmp_path / "models.json", {CHAT_MODEL: {"urls": fleet.urls, "model": fleet.model,
-                                                                     "max_concurrency": 8}})
+    fleet, config = paced_fleet(tmp_path, CHAT_MODEL)
     yield Served(["--config", str(config)], 2)
     fleet.stop()
 

@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import API_KEYS_ENV
 from tests.support.batches import create, results_by_custom_id, wait_for
 from tests.support.server import ServerProcess
-from tests.support.upstreams import FakeFleet, upstream_config
+from tests.support.upstreams import FakeFleet, paced_fleet, upstream_config
 
 MODEL = "fake"
 
@@ -157,9 +157,7 @@ def test_a_crash_mid_batch_writes_every_line_once(tmp_path_factory, database_fac
     """SIGKILL of batchd with upstream requests in flight, then a restart on the same data: the
     upstream may see a line twice (at least once), the files hold every custom_id exactly once."""
     logs = tmp_path_factory.mktemp("upstream-crash")
-    slow = FakeFleet(logs, delay_ms=40, max_concurrency=8).start()
-    config = upstream_config(logs / "models.json", {MODEL: {"urls": slow.urls, "model": slow.model,
-                                                            "max_concurrency": 8}})
+    slow, config = paced_fleet(logs, MODEL)
     data_dir, database_url, s3 = logs / "data", database_factory(), storage_factory()
     env = {"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_LEASE_SECONDS": "3"}
 

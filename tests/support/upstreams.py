@@ -84,6 +84,16 @@ def upstream_config(path: Path, models: dict[str, dict]) -> Path:
     return path
 
 
+def paced_fleet(log_dir: Path, served_name: str) -> tuple[FakeFleet, Path]:
+    """A started fake upstream at about 200 lines/s (40 ms a request, 8 at once, and batchd
+    sends at most 8), slow enough to kill batchd mid-batch, and the config serving it as
+    `served_name`."""
+    fleet = FakeFleet(log_dir, delay_ms=40, max_concurrency=8).start()
+    config = upstream_config(log_dir / "models.json", {served_name: {"urls": fleet.urls, "model": fleet.model,
+                                                                      "max_concurrency": 8}})
+    return fleet, config
+
+
 class VllmServer:
     """A real `vllm serve` (its OpenAI API server module) on a free port, CPU, eager."""
 
