@@ -1,7 +1,8 @@
 """Scale-out: three `batchd serve` replicas (separate data dirs) over one Postgres database and
 one blob store share a batch's shards. A cancel through any replica stops all of them; a replica
 sent SIGTERM gives its shards back at once; one killed mid-run loses them when their leases
-expire and the others resume them. The tests run in this order on one cluster (engines start
+expire and the others resume them (killed alone, as a supervisor killing only the main pid does:
+its vLLM engine core and worker die with it within 10 s). The tests run in this order on one cluster (engines start
 once): the drained and the killed replica are not restarted."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from tests.conftest import API_KEYS_ENV
 from tests.support import db, postgres
 from tests.support.batches import CHAT_MODEL, chat_line, create, results_by_custom_id, wait_for
 from tests.support.engines import eager_config
+from tests.support.orphans import kill_alone_and_assert_no_orphans
 from tests.support.server import ServerProcess
 
 NAMES = ("replica-a", "replica-b", "replica-c")
@@ -174,6 +176,9 @@ def test_sigkill_of_a_replica_mid_run_loses_nothing(cluster):
     a = cluster.client("replica-a")
     batch = create(a, _lines(4000, "kill"))
     cluster.wait_until("replica-b to run a shard", lambda: cluster.running(batch.id)["replica-b"])
-    cluster.replicas["replica-b"].kill()
+    server = cluster.replicas["replica-b"]
+    took = kill_alone_and_assert_no_orphans(server.pid)  # its busy engines die with it
+    print(f"replica-b's engine processes gone {took:.2f} s after it")
+    server.kill()  # its group: nothing should be left, but never leak engines into the suite
     done = wait_for(a, batch.id, timeout=600)
     _assert_complete(a, done, 4000, "kill")
