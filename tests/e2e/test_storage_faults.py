@@ -1,5 +1,6 @@
 """Faults under a running batch, on a server whose blob directory is an 8 MB tmpfs and whose
-database is a private Postgres (never the machine's shared one):
+database is a private Postgres (never the machine's shared one). The lines run on the paced fake
+upstream: the faults are batchd's storage, not the engine's, and it starts in a second.
 
 - the blob disk is full when the batch finalizes: the batch stays `finalizing` and retries;
   when space returns it completes with every line;
@@ -17,9 +18,9 @@ import pytest
 
 from tests.conftest import API_KEYS_ENV
 from tests.support.batches import CHAT_MODEL, chat_line, create, results_by_custom_id, upload, wait_for
-from tests.support.engines import eager_config
 from tests.support.faults import PrivatePostgres, fill, tmpfs
 from tests.support.server import ServerProcess
+from tests.support.upstreams import paced_fleet
 
 HEADERS = {"Authorization": "Bearer key-a"}
 
@@ -34,15 +35,16 @@ def private_pg():
 @pytest.fixture(scope="module")
 def fault_server(tmp_path_factory, private_pg):
     data_dir = tmp_path_factory.mktemp("faults")
-    config = eager_config(tmp_path_factory.mktemp("config") / "models.json", {CHAT_MODEL: {"max_num_seqs": 16}})
+    fleet, config = paced_fleet(tmp_path_factory.mktemp("upstream"), CHAT_MODEL)
     with tmpfs(data_dir / "blobs", "8m"):
         server = ServerProcess(
-            data_dir, private_pg.url, models=True, args=["--model", CHAT_MODEL, "--config", str(config)],
+            data_dir, private_pg.url, models=True, args=["--config", str(config)],
             env={"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_RETRY_BACKOFF_SECONDS": "1",
                  "BATCHD_LEASE_SECONDS": "3"},
         ).start()
         yield server
         server.stop()
+    fleet.stop()
 
 
 @pytest.fixture
@@ -78,7 +80,7 @@ def test_finalize_on_a_full_disk_waits_in_finalizing_and_loses_no_line(fault_cli
 
 
 def test_postgres_stopped_mid_batch_gives_503_then_nothing_is_lost(fault_client, fault_server, private_pg):
-    n = 400
+    n = 2000  # about ten seconds on the paced upstream: the outage falls mid-batch
     batch = create(fault_client, [chat_line(f"r{i}", f"Write about {i}", max_tokens=16) for i in range(n)])
     wait_for(fault_client, batch.id, until=lambda b: b.request_counts.completed >= 16)
 
