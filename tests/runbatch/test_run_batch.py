@@ -9,6 +9,7 @@ import signal
 import subprocess
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -69,16 +70,20 @@ class SeedRuns:
 # Session scope: pytest orders tests by backend, and a module-scoped fixture could run twice.
 @pytest.fixture(scope="session")
 def seed_runs(tmp_path_factory) -> SeedRuns:
-    """run-batch over the seeds' examples, once per built-in model: the chat lines (and
-    MALFORMED) from stdin to stdout, the embedding lines from a file to a file."""
+    """run-batch over the seeds' examples, once per built-in model and side by side (most of
+    each run is its engine's single-threaded start): the chat lines (and MALFORMED) from stdin
+    to stdout, the embedding lines from a file to a file."""
     tmp = tmp_path_factory.mktemp("seeds")
     chat_lines = _seed_inputs(CHAT_MODEL).splitlines(keepends=True)
-    chat = _run_batch(tmp, "-i", "-", "-o", "-", "--model", CHAT_MODEL,
-                      stdin=chat_lines[0] + MALFORMED + b"".join(chat_lines[1:]))
-    assert chat.returncode == 0, chat.stderr.decode()[-3000:]
     source, out = tmp / "embed.jsonl", tmp / "embed.out.jsonl"
     source.write_bytes(_seed_inputs(EMBED_MODEL))
-    embed = _run_batch(tmp, "-i", str(source), "-o", str(out), "--model", EMBED_MODEL)
+    with ThreadPoolExecutor() as pool:
+        chat_run = pool.submit(_run_batch, tmp / "chat", "-i", "-", "-o", "-", "--model", CHAT_MODEL,
+                               stdin=chat_lines[0] + MALFORMED + b"".join(chat_lines[1:]))
+        embed_run = pool.submit(_run_batch, tmp / "embed", "-i", str(source), "-o", str(out),
+                                "--model", EMBED_MODEL)
+        chat, embed = chat_run.result(), embed_run.result()
+    assert chat.returncode == 0, chat.stderr.decode()[-3000:]
     assert embed.returncode == 0, embed.stderr.decode()[-3000:]
     assert b"done: " in embed.stderr
     lines = [json.loads(raw) for raw in chat.stdout.splitlines() + out.read_bytes().splitlines()]
