@@ -4,12 +4,14 @@ with SQLite + local blobs and once with Postgres + S3 (`backend` parameter; see 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import openai
 import pytest
 
 from tests.support import postgres
 from tests.support.engines import eager_config
+from tests.support.head_start import HeadStarts
 from tests.support.s3 import S3Location
 from tests.support.seaweedfs import SeaweedFS
 from tests.support.server import ServerProcess
@@ -46,6 +48,15 @@ def pytest_generate_tests(metafunc):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "all_backends: also run on Postgres with local blobs")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def head_starts(request, tmp_path_factory):
+    """Long work the selected tests need, started now at a low CPU share (tests/support/head_start.py)."""
+    starts = HeadStarts({Path(item.path).resolve() for item in request.session.items},
+                        tmp_path_factory.mktemp("head-starts"))
+    yield starts
+    starts.close()
 
 
 @pytest.fixture(scope="session")

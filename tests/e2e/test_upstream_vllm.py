@@ -6,6 +6,7 @@ directly with the same request (ids and timestamps aside)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import httpx
 import openai
@@ -14,6 +15,7 @@ import pytest
 from app.engine.catalog import _minilm_path
 from app.engine.tiny_chat import build_tiny_chat_model
 from tests.conftest import API_KEYS_ENV
+from tests.support import head_start
 from tests.support.batches import CHAT_MODEL, EMBED_MODEL, chat_line, create, embedding_line, results_by_custom_id, wait_for
 from tests.support.upstreams import VllmServer
 
@@ -21,19 +23,26 @@ from tests.support.upstreams import VllmServer
 VOLATILE = {"id", "created"}
 
 
+def _launch(work_dir: Path) -> list[VllmServer]:
+    work_dir.mkdir(parents=True)
+    chat_path = build_tiny_chat_model(work_dir / CHAT_MODEL)
+    return [
+        VllmServer(work_dir, str(chat_path), CHAT_MODEL, ["--max-num-seqs", "16", "--max-model-len", "2048"]).launch(),
+        VllmServer(work_dir, _minilm_path(), EMBED_MODEL, ["--runner", "pooling"]).launch(),
+    ]
+
+
+# Two `vllm serve`s start for about a minute and a half: they get a head start when the session
+# starts (tests/support/head_start.py).
+head_start.register(__file__, "vllm-upstreams", _launch)
+
+
 # Session scope: the backend parameter splits this module in two runs, and a module fixture
 # would start both `vllm serve`s again for the second (about a minute).
 @pytest.fixture(scope="session")
-def vllm_servers(tmp_path_factory):
-    logs = tmp_path_factory.mktemp("vllm")
-    chat_path = build_tiny_chat_model(tmp_path_factory.mktemp("models") / CHAT_MODEL)
-    servers = [
-        VllmServer(logs, str(chat_path), CHAT_MODEL, ["--max-num-seqs", "16", "--max-model-len", "2048"]),
-        VllmServer(logs, _minilm_path(), EMBED_MODEL, ["--runner", "pooling"]),
-    ]
+def vllm_servers(head_starts):
+    servers = head_starts.take("vllm-upstreams")
     try:
-        for server in servers:
-            server.launch()
         yield [server.wait() for server in servers]
     finally:
         for server in servers:
