@@ -36,6 +36,7 @@ def upstream(tmp_path):
 def restartable(tmp_path, upstream, database_factory, storage_factory):
     data_dir = tmp_path / "data"
     database_url, s3 = database_factory(), storage_factory()
+    _, config = upstream
     servers: list[ServerProcess] = []
 
     def start(fault: str | None = None) -> ServerProcess:
@@ -44,8 +45,7 @@ def restartable(tmp_path, upstream, database_factory, storage_factory):
         env = {"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_LEASE_SECONDS": "3"}
         if fault:
             env["BATCHD_TEST_FAULT"] = fault
-        server = ServerProcess(data_dir, database_url, env=env, models=True, s3=s3,
-                              args=["--config", str(upstream[1])])
+        server = ServerProcess(data_dir, database_url, env=env, models=True, s3=s3, args=["--config", str(config)])
         servers.append(server.start())
         return server
 
@@ -100,4 +100,5 @@ def test_batch_survives_sigkill_while_validating_running_and_finalizing(restarta
     assert [f.id for f in client.files.list(purpose="batch_output")] == [done.output_file_id]
     # What was in flight at the mid-run kill went out again: the upstream saw more requests
     # than lines, yet the files hold each custom_id once.
-    assert upstream[0].stats()["requests"] > LINES
+    fleet, _ = upstream
+    assert fleet.stats()["requests"] > LINES

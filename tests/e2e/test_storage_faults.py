@@ -36,15 +36,17 @@ def private_pg():
 def fault_server(tmp_path_factory, private_pg):
     data_dir = tmp_path_factory.mktemp("faults")
     fleet, config = paced_fleet(tmp_path_factory.mktemp("upstream"), CHAT_MODEL)
-    with tmpfs(data_dir / "blobs", "8m"):
-        server = ServerProcess(
-            data_dir, private_pg.url, models=True, args=["--config", str(config)],
-            env={"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_RETRY_BACKOFF_SECONDS": "1",
-                 "BATCHD_LEASE_SECONDS": "3"},
-        ).start()
-        yield server
-        server.stop()
-    fleet.stop()
+    try:
+        with tmpfs(data_dir / "blobs", "8m"):
+            server = ServerProcess(
+                data_dir, private_pg.url, models=True, args=["--config", str(config)],
+                env={"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_RETRY_BACKOFF_SECONDS": "1",
+                     "BATCHD_LEASE_SECONDS": "3"},
+            ).start()
+            yield server
+            server.stop()
+    finally:
+        fleet.stop()
 
 
 @pytest.fixture

@@ -72,11 +72,11 @@ class CpuGroup:
         self.path: Path | None = None
         self.parent: Path | None = None
         with contextlib.suppress(OSError):
-            self.parent, share_file, share = _own_cpu_cgroup()
-            path = self.parent / name
+            parent, share_file, share = _own_cpu_cgroup()
+            path = parent / name
             path.mkdir(exist_ok=True)
             (path / share_file).write_text(share)
-            self.path = path
+            self.path, self.parent = path, parent
 
     def add(self, pid: int) -> None:
         if self.path is not None:
@@ -95,9 +95,9 @@ class CpuGroup:
 
     def remove(self) -> None:
         if self.path is not None:
-            for pid in (self.path / "cgroup.procs").read_text().split():
-                self.release(int(pid))
             with contextlib.suppress(OSError):
+                for pid in (self.path / "cgroup.procs").read_text().split():
+                    self.release(int(pid))
                 self.path.rmdir()
 
 
