@@ -29,8 +29,7 @@ def test_bench_harness_smoke(head_starts):
     (run,) = head_starts.take("bench-smoke")
     done = run.wait(timeout=1200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    results = run.stdout_path.parent / "results"
-    reports = {p.suffix: p for p in results.iterdir()}
+    reports = {p.suffix: p for p in (run.work_dir / "results").iterdir()}
     assert set(reports) == {".json", ".md", ".png"}
     assert reports[".png"].read_bytes().startswith(b"\x89PNG")
     text = reports[".md"].read_text()

@@ -2,8 +2,8 @@
 one blob store share a batch's shards. A cancel through any replica stops all of them; a replica
 sent SIGTERM gives its shards back at once; one killed mid-run loses them when their leases
 expire and the others resume them (killed alone, as a supervisor killing only the main pid does:
-its vLLM engine core and worker die with it within 10 s). The tests run in this order on one cluster (engines start
-once): the drained and the killed replica are not restarted."""
+its vLLM engine core and worker die with it within 10 s). The tests run in this order on one
+cluster (engines start once): the drained and the killed replica are not restarted."""
 
 from __future__ import annotations
 

@@ -44,6 +44,7 @@ class BackgroundRun:
 
     def __init__(self, cmd: list[str], work_dir: Path, cwd: Path | None = None) -> None:
         work_dir.mkdir(parents=True, exist_ok=True)
+        self.work_dir = work_dir
         self.stdout_path, self.stderr_path = work_dir / "stdout", work_dir / "stderr"
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd,
