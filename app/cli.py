@@ -8,7 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
-from app.config import Settings
+from app.core.config import Settings
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -34,7 +34,7 @@ def _add_storage_flags(parser: argparse.ArgumentParser) -> None:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from app.main import create_app
+    from app.http.app import create_app
 
     settings = _settings(args)
     logging.basicConfig(
@@ -53,8 +53,9 @@ def _serve(args: argparse.Namespace) -> int:
             if loop is not None and worker is not None:
                 loop.call_soon_threadsafe(worker.drain)
 
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level,
-                            timeout_graceful_shutdown=30)
+    config = uvicorn.Config(
+        app, host=settings.host, port=settings.port, log_level=settings.log_level, timeout_graceful_shutdown=30
+    )
     DrainingServer(config).run()
     return 0
 
@@ -114,7 +115,8 @@ def _keys_revoke(args: argparse.Namespace) -> int:
 
 def _run_batch(args: argparse.Namespace, engine_flags: list[str]) -> int:
     from app.engine.launch import engine_args_from_flags
-    from app.runbatch.runner import RunBatchOptions, main as run_batch_main
+    from app.runbatch.runner import RunBatchOptions
+    from app.runbatch.runner import main as run_batch_main
     from app.runbatch.sinks import reserve_stdout
 
     if args.output == "-" or args.error_file == "-":
@@ -146,20 +148,30 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="bind address (env BATCHD_HOST, default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (env BATCHD_PORT, default 8000)")
     _add_storage_flags(serve)
-    serve.add_argument("--storage-url", help="where file blobs live: a directory or s3://bucket/prefix "
-                       "(env BATCHD_STORAGE_URL; default <data-dir>/blobs; S3 endpoint for non-AWS "
-                       "servers in BATCHD_S3_ENDPOINT_URL)")
     serve.add_argument(
-        "--model", dest="models", action="append", metavar="SPEC",
+        "--storage-url",
+        help="where file blobs live: a directory or s3://bucket/prefix "
+        "(env BATCHD_STORAGE_URL; default <data-dir>/blobs; S3 endpoint for non-AWS "
+        "servers in BATCHD_S3_ENDPOINT_URL)",
+    )
+    serve.add_argument(
+        "--model",
+        dest="models",
+        action="append",
+        metavar="SPEC",
         help="model to serve: a local path or hub id, or served-name=path (repeatable; "
         "default: the built-in batchd-tiny-chat and all-MiniLM-L6-v2)",
     )
-    serve.add_argument("--config", dest="model_config_file", type=Path,
-                       help="YAML/JSON file of per-model engine options")
+    serve.add_argument(
+        "--config", dest="model_config_file", type=Path, help="YAML/JSON file of per-model engine options"
+    )
     serve.add_argument("--no-models", action="store_true", help="serve the Files API only, no engines")
-    serve.add_argument("--api-only", action="store_true",
-                       help="serve HTTP only, no engines and no worker: replicas without this flag on the "
-                            "same database and storage run the batches")
+    serve.add_argument(
+        "--api-only",
+        action="store_true",
+        help="serve HTTP only, no engines and no worker: replicas without this flag on the "
+        "same database and storage run the batches",
+    )
     serve.set_defaults(func=_serve)
 
     run_batch = commands.add_parser(
@@ -168,19 +180,32 @@ def build_parser() -> argparse.ArgumentParser:
         description="Any other `vllm serve` engine flag (--dtype, --max-model-len, "
         "--enable-prefix-caching, ...) is passed to the engine.",
     )
-    run_batch.add_argument("-i", "--input-file", dest="input", required=True,
-                           help="input JSONL: a path, - for stdin, or an http(s) URL (presigned GET)")
-    run_batch.add_argument("-o", "--output-file", dest="output", required=True,
-                           help="output JSONL: a path, - for stdout, or an http(s) URL (presigned PUT)")
+    run_batch.add_argument(
+        "-i",
+        "--input-file",
+        dest="input",
+        required=True,
+        help="input JSONL: a path, - for stdin, or an http(s) URL (presigned GET)",
+    )
+    run_batch.add_argument(
+        "-o",
+        "--output-file",
+        dest="output",
+        required=True,
+        help="output JSONL: a path, - for stdout, or an http(s) URL (presigned PUT)",
+    )
     run_batch.add_argument("--model", required=True, help="model path, hub id, or a built-in model name")
-    run_batch.add_argument("--served-model-name", nargs="+",
-                           help="the name lines use in body.model (first one is used)")
+    run_batch.add_argument(
+        "--served-model-name", nargs="+", help="the name lines use in body.model (first one is used)"
+    )
     run_batch.add_argument("--error-file", help="write failed lines here (OpenAI style) instead of inline")
     run_batch.add_argument("--output-tmp-dir", help="where URL outputs are staged before upload")
-    run_batch.add_argument("--resume", action="store_true",
-                           help="skip lines an interrupted run with the same output already wrote")
-    run_batch.add_argument("--config", dest="model_config_file", type=Path,
-                           help="YAML/JSON model options file (as for `batchd serve`)")
+    run_batch.add_argument(
+        "--resume", action="store_true", help="skip lines an interrupted run with the same output already wrote"
+    )
+    run_batch.add_argument(
+        "--config", dest="model_config_file", type=Path, help="YAML/JSON model options file (as for `batchd serve`)"
+    )
     run_batch.add_argument("--data-dir", type=Path, help="where built-in models are built (default ./data)")
     run_batch.set_defaults(func=_run_batch)
 
@@ -197,7 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_storage_flags(keys_create)
     keys_create.set_defaults(func=_keys_create)
     keys_list = keys_commands.add_parser(
-        "list", help="stored keys, one a line: id, project, created (UTC), active or revoked")
+        "list", help="stored keys, one a line: id, project, created (UTC), active or revoked"
+    )
     _add_storage_flags(keys_list)
     keys_list.set_defaults(func=_keys_list)
     keys_revoke = keys_commands.add_parser("revoke", help="revoke a stored key by its id")

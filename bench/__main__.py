@@ -43,17 +43,33 @@ def _names(value: str, known: dict, what: str) -> list[str]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workloads", type=lambda v: _names(v, WORKLOADS, "workloads"),
-                        default=list(WORKLOADS), help="comma-separated (default: all)")
-    parser.add_argument("--systems", type=lambda v: _names(v, SYSTEMS, "systems"),
-                        default=list(SYSTEMS), help="comma-separated (default: all)")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--workloads",
+        type=lambda v: _names(v, WORKLOADS, "workloads"),
+        default=list(WORKLOADS),
+        help="comma-separated (default: all)",
+    )
+    parser.add_argument(
+        "--systems",
+        type=lambda v: _names(v, SYSTEMS, "systems"),
+        default=list(SYSTEMS),
+        help="comma-separated (default: all)",
+    )
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies every line count (smoke runs)")
-    parser.add_argument("--enforce-eager", action="store_true",
-                        help="start every engine without torch.compile (faster start-up; smoke runs)")
-    parser.add_argument("--rounds", type=int, default=1,
-                        help="run every input this many times, systems interleaved; report each system's median round")
+    parser.add_argument(
+        "--enforce-eager",
+        action="store_true",
+        help="start every engine without torch.compile (faster start-up; smoke runs)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run every input this many times, systems interleaved; report each system's median round",
+    )
     parser.add_argument("--seed", type=int, default=0, help="input generation seed")
     parser.add_argument("--results-dir", type=Path, default=RESULTS)
     parser.add_argument("--work-dir", type=Path, help="inputs, outputs and logs (default: a temp dir)")
@@ -84,9 +100,19 @@ def main(argv: list[str] | None = None) -> int:
     for workload_id in args.workloads:
         workload = WORKLOADS[workload_id]
         machine = machine_info()
-        result = run_workload(workload, args.systems, models, work_dir, scale=args.scale, seed=args.seed,
-                              timeout=args.timeout, unavailable=unavailable, enforce_eager=args.enforce_eager,
-                              rounds=args.rounds, log=lambda text: print(text, flush=True))
+        result = run_workload(
+            workload,
+            args.systems,
+            models,
+            work_dir,
+            scale=args.scale,
+            seed=args.seed,
+            timeout=args.timeout,
+            unavailable=unavailable,
+            enforce_eager=args.enforce_eager,
+            rounds=args.rounds,
+            log=lambda text: print(text, flush=True),
+        )
         machine["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
         report = build_report(result, machine)
         stem = args.results_dir / f"{dt.date.today().isoformat()}-{workload.slug}"

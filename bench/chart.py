@@ -32,16 +32,24 @@ def write_chart(report: dict, path: Path) -> None:
         label = run["label"] if len(runs) > 1 else None
         bars = ax_speed.bar(xs, speeds, width, label=label)
         for bar, name in zip(bars, systems, strict=True):
-            ax_speed.annotate(_speed_note(run["systems"][name]), (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                              ha="center", va="bottom", fontsize=7)
+            ax_speed.annotate(
+                _speed_note(run["systems"][name]),
+                (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+            )
         bars = ax_rss.bar(xs, rss, width, label=label)
         for bar, value in zip(bars, rss, strict=True):
             if value:
-                ax_rss.annotate(f"{value:,.0f}", (bar.get_x() + bar.get_width() / 2, value),
-                                ha="center", va="bottom", fontsize=7)
+                ax_rss.annotate(
+                    f"{value:,.0f}", (bar.get_x() + bar.get_width() / 2, value), ha="center", va="bottom", fontsize=7
+                )
     growth = report.get("rss_growth") or {}
-    for ax, title, unit in ((ax_speed, "Throughput", "lines / s (processing)"),
-                            (ax_rss, "Peak RSS, whole process tree", "MB")):
+    for ax, title, unit in (
+        (ax_speed, "Throughput", "lines / s (processing)"),
+        (ax_rss, "Peak RSS, whole process tree", "MB"),
+    ):
         ax.set_xticks(range(len(systems)))
         ax.set_xticklabels([_tick(s, runs, growth) for s in systems], fontsize=8)
         ax.set_title(title)

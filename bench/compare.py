@@ -64,7 +64,13 @@ def targets(workload_id: str, runs: list[dict[str, SystemRun]]) -> list[Target]:
     present = [name for name in BATCHD_SYSTEMS if name in runs[0]]
     if workload_id == "W4":
         return [
-            Target(name, "peak RSS, largest size / smallest size", rss_growth(runs[0][name], runs[-1][name]), 1.2, "at most")
+            Target(
+                name,
+                "peak RSS, largest size / smallest size",
+                rss_growth(runs[0][name], runs[-1][name]),
+                1.2,
+                "at most",
+            )
             for name in present
         ]
     ratios = throughput_ratios(runs[0])

@@ -26,8 +26,11 @@ REPORT = Path(__file__).parent / "results" / "2026-11-23-db-size.md"
 
 
 def _sizes(server: ServerProcess) -> tuple[int, int, int]:
-    (row,) = db.execute(server, "SELECT pg_database_size(current_database()), "
-                                "pg_total_relation_size('batch_lines'), (SELECT count(*) FROM batch_lines)")
+    (row,) = db.execute(
+        server,
+        "SELECT pg_database_size(current_database()), "
+        "pg_total_relation_size('batch_lines'), (SELECT count(*) FROM batch_lines)",
+    )
     return row
 
 
@@ -41,8 +44,13 @@ def main() -> None:
     input_path = args.work_dir / "embeddings.jsonl"
     write_jsonl(input_path, embedding_lines(args.lines, random.Random(7), EMBED_MODEL))
     url = postgres.create_database()
-    server = ServerProcess(args.work_dir / "data", url, models=True, args=["--model", EMBED_MODEL],
-                           env={"BATCHD_MAX_BATCH_LINES": str(max(50_000, args.lines))})
+    server = ServerProcess(
+        args.work_dir / "data",
+        url,
+        models=True,
+        args=["--model", EMBED_MODEL],
+        env={"BATCHD_MAX_BATCH_LINES": str(max(50_000, args.lines))},
+    )
     rows = []
     try:
         server.start(timeout=600)
@@ -62,23 +70,34 @@ def main() -> None:
 
 
 def _write_report(args, before, rows) -> None:
-    commit = subprocess.run(["git", "describe", "--always", "--dirty=+dirty"], capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "describe", "--always", "--dirty=+dirty"], capture_output=True, text=True
+    ).stdout.strip()
     mib = 1024 * 1024
     lines = [
-        "# Database size across batches (Postgres)", "",
+        "# Database size across batches (Postgres)",
+        "",
         f"{args.batches} embedding batches of {args.lines:,} lines ({EMBED_MODEL}), one after the other, through one "
         f"`batchd serve` on a fresh Postgres database; commit `{commit}`, {time.strftime('%Y-%m-%d')}. "
         "`python -m bench.db_size` reproduces it. Finalize deletes a batch's checkpoint rows; then, at most every 10 s per process, batchd runs "
-        f"`VACUUM (SKIP_LOCKED, TRUNCATE FALSE) batch_lines`; this Postgres has autovacuum {args.autovacuum}.", "",
-        f"Before the first batch: database {before[0] / mib:.1f} MiB, `batch_lines` {before[1] / mib:.2f} MiB.", "",
+        f"`VACUUM (SKIP_LOCKED, TRUNCATE FALSE) batch_lines`; this Postgres has autovacuum {args.autovacuum}.",
+        "",
+        f"Before the first batch: database {before[0] / mib:.1f} MiB, `batch_lines` {before[1] / mib:.2f} MiB.",
+        "",
         "| after batch | lines finished in all | batch time (s) | database (MiB) | `batch_lines` (MiB) | rows left in `batch_lines` |",
         "|---:|---:|---:|---:|---:|---:|",
     ]
     for n, seconds, database, table, count in rows:
-        lines.append(f"| {n} | {n * args.lines:,} | {seconds:.1f} | {database / mib:.1f} | {table / mib:.2f} | {count} |")
+        lines.append(
+            f"| {n} | {n * args.lines:,} | {seconds:.1f} | {database / mib:.1f} | {table / mib:.2f} | {count} |"
+        )
     growth = (rows[-1][2] - rows[0][2]) / mib
-    lines += ["", f"From the first batch to the last the database changed by {growth:+.1f} MiB while "
-              f"{(len(rows) - 1) * args.lines:,} more lines finished.", ""]
+    lines += [
+        "",
+        f"From the first batch to the last the database changed by {growth:+.1f} MiB while "
+        f"{(len(rows) - 1) * args.lines:,} more lines finished.",
+        "",
+    ]
     REPORT.write_text("\n".join(lines))
     print(REPORT.read_text())
 

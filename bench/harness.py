@@ -56,14 +56,25 @@ def run_workload(
             for name in _rotated(list(rounds_of), round_):
                 run_dir = directory / (f"{name}-{item.lines}" + (f"-r{round_ + 1}" if rounds > 1 else ""))
                 run_dir.mkdir(parents=True, exist_ok=True)
-                spec = RunSpec(prepared.engine, prepared.endpoint, item.input_path, item.lines,
-                               prepared.warmup_path, run_dir, timeout)
+                spec = RunSpec(
+                    prepared.engine,
+                    prepared.endpoint,
+                    item.input_path,
+                    item.lines,
+                    prepared.warmup_path,
+                    run_dir,
+                    timeout,
+                )
                 label = f"[{workload.id} {item.label}" + (f" round {round_ + 1}/{rounds}]" if rounds > 1 else "]")
                 log(f"{label} {name}: running ...")
-                rounds_of[name].append(_checked(name, item.lines, lambda: SYSTEMS[name].run(spec)))
+                rounds_of[name].append(_checked(name, item.lines, lambda name=name, spec=spec: SYSTEMS[name].run(spec)))
                 log(f"{label} {name}: {_one_line(rounds_of[name][-1])}")
-        results = {name: median_run(rounds_of[name]) if name in rounds_of
-                   else SystemRun.unavailable(name, item.lines, unavailable[name]) for name in systems}
+        results = {
+            name: median_run(rounds_of[name])
+            if name in rounds_of
+            else SystemRun.unavailable(name, item.lines, unavailable[name])
+            for name in systems
+        }
         runs.append((item, results))
     return WorkloadResult(workload, prepared.engine, scale, seed, rounds, runs)
 
@@ -88,5 +99,7 @@ def _one_line(run: SystemRun) -> str:
     if run.error:
         return "FAILED: " + run.error.splitlines()[0]
     tok = f", {run.output_tokens_per_s:.0f} out tok/s" if run.output_tokens_per_s else ""
-    return (f"{run.processing_s:.1f} s processing, {run.wall_s:.1f} s wall, {run.lines_per_s:.1f} lines/s{tok}, "
-            f"peak RSS {run.peak_rss_mb:.0f} MB")
+    return (
+        f"{run.processing_s:.1f} s processing, {run.wall_s:.1f} s wall, {run.lines_per_s:.1f} lines/s{tok}, "
+        f"peak RSS {run.peak_rss_mb:.0f} MB"
+    )

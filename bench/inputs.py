@@ -61,13 +61,17 @@ def chat_lines(n: int, rng: random.Random, model: str, *, max_tokens: int, prefi
     """``n`` short chat requests, each generating exactly ``max_tokens`` tokens."""
     for i in range(n):
         text = " ".join(sentence(rng) for _ in range(rng.randint(1, 3)))
-        yield _line(f"{prefix}-{i}", CHAT_URL, {
-            "model": model,
-            "messages": [{"role": "user", "content": text}],
-            "max_tokens": max_tokens,
-            "ignore_eos": True,
-            "temperature": 0,
-        })
+        yield _line(
+            f"{prefix}-{i}",
+            CHAT_URL,
+            {
+                "model": model,
+                "messages": [{"role": "user", "content": text}],
+                "max_tokens": max_tokens,
+                "ignore_eos": True,
+                "temperature": 0,
+            },
+        )
 
 
 def embedding_lines(n: int, rng: random.Random, model: str, *, prefix: str = "emb") -> Iterator[dict]:
@@ -97,16 +101,20 @@ def doc_qa_lines(docs: list[str], rng: random.Random, model: str, *, max_tokens:
     """Every question about every document, shuffled: the document comes first (system
     message) and the question last, so lines about one document share a long prefix."""
     lines = [
-        _line(f"{prefix}-{d}-{q}", CHAT_URL, {
-            "model": model,
-            "messages": [
-                {"role": "system", "content": f"Answer questions about this document.\n\n{doc}"},
-                {"role": "user", "content": question},
-            ],
-            "max_tokens": max_tokens,
-            "ignore_eos": True,
-            "temperature": 0,
-        })
+        _line(
+            f"{prefix}-{d}-{q}",
+            CHAT_URL,
+            {
+                "model": model,
+                "messages": [
+                    {"role": "system", "content": f"Answer questions about this document.\n\n{doc}"},
+                    {"role": "user", "content": question},
+                ],
+                "max_tokens": max_tokens,
+                "ignore_eos": True,
+                "temperature": 0,
+            },
+        )
         for d, doc in enumerate(docs)
         for q, question in enumerate(_QUESTIONS)
     ]

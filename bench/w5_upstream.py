@@ -88,23 +88,51 @@ def _cpu(pid: int) -> float:
 
 
 def _input(lines: int) -> bytes:
-    return b"".join(json.dumps({
-        "custom_id": f"r-{i}", "method": "POST", "url": "/v1/chat/completions",
-        "body": {"model": MODEL, "messages": [{"role": "user", "content": f"hello {i}"}], "max_tokens": 16},
-    }).encode() + b"\n" for i in range(lines))
+    return b"".join(
+        json.dumps(
+            {
+                "custom_id": f"r-{i}",
+                "method": "POST",
+                "url": "/v1/chat/completions",
+                "body": {"model": MODEL, "messages": [{"role": "user", "content": f"hello {i}"}], "max_tokens": 16},
+            }
+        ).encode()
+        + b"\n"
+        for i in range(lines)
+    )
 
 
 def run(scenario: Scenario, lines: int, work: Path) -> Result:
     result = Result(scenario, lines)
     fleet = FakeFleet(work, count=scenario.urls, delay_ms=DELAY_MS, max_concurrency=PER_URL).start()
-    config = upstream_config(work / f"{scenario.name}.json", {MODEL: {
-        "urls": fleet.urls, "model": fleet.model, "max_concurrency": PER_URL, "timeout_s": 60, "health_interval_s": 5}})
+    config = upstream_config(
+        work / f"{scenario.name}.json",
+        {
+            MODEL: {
+                "urls": fleet.urls,
+                "model": fleet.model,
+                "max_concurrency": PER_URL,
+                "timeout_s": 60,
+                "health_interval_s": 5,
+            }
+        },
+    )
     database = postgres.create_database() if scenario.postgres else None
-    env = {"BATCHD_API_KEYS": KEY, "BATCHD_STORAGE_URL": str(work / f"{scenario.name}-blobs"),
-           "BATCHD_MAX_BATCH_LINES": str(max(lines, 50_000))}
-    servers = [ServerProcess(work / f"{scenario.name}-r{i}", database,
-                             env={**env, "BATCHD_REPLICA_ID": f"replica-{i}"}, models=True,
-                             args=["--config", str(config)]) for i in range(scenario.replicas)]
+    env = {
+        "BATCHD_API_KEYS": KEY,
+        "BATCHD_STORAGE_URL": str(work / f"{scenario.name}-blobs"),
+        "BATCHD_MAX_BATCH_LINES": str(max(lines, 50_000)),
+    }
+    servers = [
+        ServerProcess(
+            work / f"{scenario.name}-r{i}",
+            database,
+            env={**env, "BATCHD_REPLICA_ID": f"replica-{i}"},
+            models=True,
+            args=["--config", str(config)],
+        )
+        for i in range(scenario.replicas)
+    ]
     try:
         for server in servers:
             server.data_dir.mkdir(parents=True, exist_ok=True)
@@ -118,13 +146,12 @@ def run(scenario: Scenario, lines: int, work: Path) -> Result:
         result.loadavg_before = os.getloadavg()
         cpu_before = [_cpu(s.pid) for s in servers]
         created = time.monotonic()
-        batch = client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions",
-                                      completion_window="24h")
+        batch = client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions", completion_window="24h")
         while batch.status not in ("completed", "failed", "expired", "cancelled"):
             time.sleep(0.25)
             batch = client.batches.retrieve(batch.id)
         result.total_s = time.monotonic() - created
-        result.replica_cpu_s = [_cpu(s.pid) - before for s, before in zip(servers, cpu_before)]
+        result.replica_cpu_s = [_cpu(s.pid) - before for s, before in zip(servers, cpu_before, strict=True)]
         result.loadavg_after = os.getloadavg()
         result.status = f"{batch.status} ({batch.request_counts.completed} ok, {batch.request_counts.failed} failed)"
         result.run_s = float((batch.finalizing_at or batch.completed_at) - batch.in_progress_at)
@@ -139,15 +166,19 @@ def run(scenario: Scenario, lines: int, work: Path) -> Result:
 
 
 def report(results: list[Result]) -> str:
-    out = ["# W5: upstream engines, scale by simulation", "",
-           f"Simulated fleet: each request takes {DELAY_MS} ms, at most {PER_URL} at once per URL "
-           f"({PER_URL * 1000 // DELAY_MS} lines/s per URL), one uvloop process for every URL. "
-           "Lines: chat requests of a few tokens. Rates from the batch's own timestamps "
-           "(`in_progress_at` to `finalizing_at`, whole seconds) and end to end "
-           "(create to `completed`, polled every 0.25 s).", "",
-           "| scenario | fleet capacity | lines | status | run lines/s | x capacity | end-to-end lines/s "
-           "| x capacity | front-end CPU ms/line | fleet CPU ms/line | load avg (1 min) before / after |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "# W5: upstream engines, scale by simulation",
+        "",
+        f"Simulated fleet: each request takes {DELAY_MS} ms, at most {PER_URL} at once per URL "
+        f"({PER_URL * 1000 // DELAY_MS} lines/s per URL), one uvloop process for every URL. "
+        "Lines: chat requests of a few tokens. Rates from the batch's own timestamps "
+        "(`in_progress_at` to `finalizing_at`, whole seconds) and end to end "
+        "(create to `completed`, polled every 0.25 s).",
+        "",
+        "| scenario | fleet capacity | lines | status | run lines/s | x capacity | end-to-end lines/s "
+        "| x capacity | front-end CPU ms/line | fleet CPU ms/line | load avg (1 min) before / after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in results:
         s = r.scenario
         out.append(
@@ -156,7 +187,8 @@ def report(results: list[Result]) -> str:
             f"| {r.total_rate:.0f} | {r.total_rate / s.capacity:.2f} | {r.cpu_ms_per_line:.2f} "
             f"({' + '.join(f'{c:.1f}' for c in r.replica_cpu_s)} s) "
             f"| {1000 * r.fleet_cpu_s / max(1, r.fleet_requests):.2f} "
-            f"| {r.loadavg_before[0]:.1f} / {r.loadavg_after[0]:.1f} |")
+            f"| {r.loadavg_before[0]:.1f} / {r.loadavg_after[0]:.1f} |"
+        )
     return "\n".join(out) + "\n"
 
 

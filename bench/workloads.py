@@ -41,25 +41,33 @@ WORKLOADS: dict[str, Workload] = {
     w.id: w
     for w in (
         Workload(
-            "W1", "W1-chat", "Chat throughput",
+            "W1",
+            "W1-chat",
+            "Chat throughput",
             "batchd-tiny-chat, short distinct prompts, 64 output tokens each "
             "(max_tokens 64, ignore_eos, temperature 0).",
             (4_000,),
         ),
         Workload(
-            "W2", "W2-embeddings", "Embeddings throughput",
+            "W2",
+            "W2-embeddings",
+            "Embeddings throughput",
             "all-MiniLM-L6-v2, one or two sentences per line.",
             (20_000,),
         ),
         Workload(
-            "W3", "W3-doc-qa", "Document Q&A with prefix caching",
+            "W3",
+            "W3-doc-qa",
+            "Document Q&A with prefix caching",
             f"batchd-tiny-chat, {inputs.QUESTIONS_PER_DOCUMENT} questions about each of 200 distinct "
             f"~{DOC_TOKENS}-token documents (document first, question last), shuffled; prefix caching "
             "on; 64k tokens of KV cache, too small to hold every document at once; 16 output tokens.",
             (4_000,),
         ),
         Workload(
-            "W4", "W4-memory", "Peak memory vs batch size",
+            "W4",
+            "W4-memory",
+            "Peak memory vs batch size",
             "all-MiniLM-L6-v2 embeddings, 5,000 vs 50,000 lines; each size in fresh processes.",
             (5_000, 50_000),
         ),
@@ -89,20 +97,35 @@ def engine_settings(workload: Workload, models: Models) -> EngineSettings:
     """The engine every system uses for ``workload``."""
     if workload.id == "W1":
         return EngineSettings(
-            models.chat_name, str(models.chat_path), "generate", max_model_len=2048,
-            kv_cache_gib=0.25, max_num_seqs=CHAT_MAX_NUM_SEQS,
-            max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS, enable_prefix_caching=True,
+            models.chat_name,
+            str(models.chat_path),
+            "generate",
+            max_model_len=2048,
+            kv_cache_gib=0.25,
+            max_num_seqs=CHAT_MAX_NUM_SEQS,
+            max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS,
+            enable_prefix_caching=True,
         )
     if workload.id == "W3":
         return EngineSettings(
-            models.chat_name, str(models.chat_path), "generate", max_model_len=2048,
-            kv_cache_gib=0.0625, max_num_seqs=CHAT_MAX_NUM_SEQS,
-            max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS, enable_prefix_caching=True,
+            models.chat_name,
+            str(models.chat_path),
+            "generate",
+            max_model_len=2048,
+            kv_cache_gib=0.0625,
+            max_num_seqs=CHAT_MAX_NUM_SEQS,
+            max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS,
+            enable_prefix_caching=True,
         )
     return EngineSettings(
-        models.embed_name, str(models.embed_path), "pooling", max_model_len=256,
-        kv_cache_gib=0.25, max_num_seqs=CHAT_MAX_NUM_SEQS,
-        max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS, enable_prefix_caching=False,
+        models.embed_name,
+        str(models.embed_path),
+        "pooling",
+        max_model_len=256,
+        kv_cache_gib=0.25,
+        max_num_seqs=CHAT_MAX_NUM_SEQS,
+        max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS,
+        enable_prefix_caching=False,
     )
 
 

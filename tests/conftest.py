@@ -19,11 +19,20 @@ from tests.support.server import ServerProcess
 # CI sets this: Postgres tests must run there, never skip.
 REQUIRE_POSTGRES = os.environ.get("BATCHD_TEST_REQUIRE_POSTGRES") == "1"
 
-KEYS = {"key-a": "proj-a", "key-b": "proj-b", "key-list": "proj-list", "key-batch-list": "proj-batch-list",
-        "key-hooks": "proj-hooks", "key-load": "proj-load"}
+KEYS = {
+    "key-a": "proj-a",
+    "key-b": "proj-b",
+    "key-list": "proj-list",
+    "key-batch-list": "proj-batch-list",
+    "key-hooks": "proj-hooks",
+    "key-load": "proj-load",
+}
 # Webhook tests deliver to receivers on 127.0.0.1, retrying fast.
-WEBHOOK_TEST_ENV = {"BATCHD_WEBHOOK_ALLOW_HOSTS": "127.0.0.1", "BATCHD_WEBHOOK_RETRY_BASE_SECONDS": "0.5",
-                    "BATCHD_WEBHOOK_POLL_SECONDS": "0.2"}
+WEBHOOK_TEST_ENV = {
+    "BATCHD_WEBHOOK_ALLOW_HOSTS": "127.0.0.1",
+    "BATCHD_WEBHOOK_RETRY_BASE_SECONDS": "0.5",
+    "BATCHD_WEBHOOK_POLL_SECONDS": "0.2",
+}
 API_KEYS_ENV = ",".join(f"{k}={p}" for k, p in KEYS.items())
 
 
@@ -36,8 +45,10 @@ CHEAP_BACKENDS = ["sqlite", "postgres", "postgres-s3"]
 
 
 def _parametrizes_backend_itself(metafunc) -> bool:
-    return any("backend" in (m.args[0] if isinstance(m.args[0], (list, tuple)) else m.args[0].replace(" ", "").split(","))
-               for m in metafunc.definition.iter_markers("parametrize"))
+    return any(
+        "backend" in (m.args[0] if isinstance(m.args[0], (list, tuple)) else m.args[0].replace(" ", "").split(","))
+        for m in metafunc.definition.iter_markers("parametrize")
+    )
 
 
 def pytest_generate_tests(metafunc):
@@ -53,8 +64,9 @@ def pytest_configure(config):
 @pytest.fixture(scope="session", autouse=True)
 def head_starts(request, tmp_path_factory):
     """Long work the selected tests need, started now at a low CPU share (tests/support/head_start.py)."""
-    starts = HeadStarts({Path(item.path).resolve() for item in request.session.items},
-                        tmp_path_factory.mktemp("head-starts"))
+    starts = HeadStarts(
+        {Path(item.path).resolve() for item in request.session.items}, tmp_path_factory.mktemp("head-starts")
+    )
     yield starts
     starts.close()
 
@@ -144,11 +156,17 @@ def model_server(start_server, tmp_path_factory) -> ServerProcess:
     """A server running the two built-in models (engines start once per session and backend).
     A 3-second completion window exists for expiry tests; batches are capped at 3000 lines; the
     chat engine runs 16 sequences at a time, so a few hundred lines already queue up."""
-    config = eager_config(tmp_path_factory.mktemp("config") / "models.json",
-                          {"batchd-tiny-chat": {"max_num_seqs": 16}, "all-MiniLM-L6-v2": {}})
+    config = eager_config(
+        tmp_path_factory.mktemp("config") / "models.json",
+        {"batchd-tiny-chat": {"max_num_seqs": 16}, "all-MiniLM-L6-v2": {}},
+    )
     return start_server(
-        {"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_COMPLETION_WINDOWS": "24h,1h,3s",
-         "BATCHD_MAX_BATCH_LINES": "3000", **WEBHOOK_TEST_ENV},
+        {
+            "BATCHD_API_KEYS": API_KEYS_ENV,
+            "BATCHD_COMPLETION_WINDOWS": "24h,1h,3s",
+            "BATCHD_MAX_BATCH_LINES": "3000",
+            **WEBHOOK_TEST_ENV,
+        },
         models=True,
         args=["--model", "batchd-tiny-chat", "--model", "all-MiniLM-L6-v2", "--config", str(config)],
     )

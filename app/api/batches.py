@@ -27,8 +27,7 @@ def _wake_worker_after_commit(request: Request, session, batch_id: str | None = 
     "",
     response_model=BatchObject,
     openapi_extra=BATCH_CREATE_OPENAPI,
-    responses={413: error_doc("Request body too large"),
-               429: error_doc("The project's active-batch limit is reached")},
+    responses={413: error_doc("Request body too large"), 429: error_doc("The project's active-batch limit is reached")},
 )
 async def create_batch(
     request: Request,

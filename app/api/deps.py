@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.config import Settings
+from app.core.config import Settings
 from app.services.batches import BatchService
 from app.services.files import FileService
 from app.services.unit_of_work import run_hooks

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from typing import Annotated, Literal
-
-from fastapi import APIRouter, Query, Request
 from urllib.parse import quote
 
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 
 from app.api.deps import FileServiceDep, ProjectDep
@@ -20,8 +19,7 @@ router = APIRouter(prefix="/files", tags=["files"], responses=ERROR_RESPONSES)
     "",
     response_model=FileObject,
     openapi_extra=FILE_UPLOAD_OPENAPI,
-    responses={413: error_doc("File too large"),
-               429: error_doc("The project's storage limit is reached")},
+    responses={413: error_doc("File too large"), 429: error_doc("The project's storage limit is reached")},
 )
 async def create_file(request: Request, project: ProjectDep, files: FileServiceDep) -> FileObject:
     """Upload a file (multipart: `file`, `purpose`, optional `expires_after[anchor|seconds]`)."""

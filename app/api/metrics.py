@@ -8,9 +8,9 @@ import hmac
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from app import metrics
+from app.core import metrics
+from app.core.errors import Unauthorized
 from app.db.repositories.stats import StatsRepository
-from app.errors import Unauthorized
 
 router = APIRouter(tags=["monitoring"])
 
@@ -21,8 +21,9 @@ def _check_token(request: Request) -> None:
         return
     scheme, _, given = (request.headers.get("authorization") or "").partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
-        raise Unauthorized("Invalid or missing metrics token: send 'Authorization: Bearer <token>'.",
-                           code="invalid_api_key")
+        raise Unauthorized(
+            "Invalid or missing metrics token: send 'Authorization: Bearer <token>'.", code="invalid_api_key"
+        )
 
 
 @router.get("/metrics", response_class=Response)

@@ -12,7 +12,10 @@ from app.schemas.uploads import (
     UPLOAD_COMPLETE_OPENAPI,
     UPLOAD_CREATE_OPENAPI,
     UPLOAD_PART_OPENAPI,
-    UploadCompleteRequest, UploadCreateRequest, UploadObject, UploadPartObject,
+    UploadCompleteRequest,
+    UploadCreateRequest,
+    UploadObject,
+    UploadPartObject,
 )
 
 router = APIRouter(prefix="/uploads", tags=["uploads"], responses=ERROR_RESPONSES)
@@ -21,8 +24,12 @@ _STORAGE_FULL = {507: error_doc("No storage space left; nothing was stored")}
 _QUOTA = {429: error_doc("The project's storage limit is reached")}
 
 
-@router.post("", response_model=UploadObject, openapi_extra=UPLOAD_CREATE_OPENAPI,
-             responses={413: error_doc("Request body too large"), **_QUOTA})
+@router.post(
+    "",
+    response_model=UploadObject,
+    openapi_extra=UPLOAD_CREATE_OPENAPI,
+    responses={413: error_doc("Request body too large"), **_QUOTA},
+)
 async def create_upload(
     project: ProjectDep, uploads: UploadServiceDep, body: Annotated[UploadCreateRequest | None, Body()] = None
 ) -> UploadObject:
@@ -42,14 +49,21 @@ async def add_upload_part(
     """Add one part (multipart field `data`, at most 64 MB), streamed to the blob store."""
     length = request.headers.get("content-length")
     part = await uploads.add_part(
-        project, upload_id, request.stream(), request.headers.get("content-type", ""),
+        project,
+        upload_id,
+        request.stream(),
+        request.headers.get("content-type", ""),
         int(length) if length and length.isdigit() else None,
     )
     return UploadPartObject.from_row(part)
 
 
-@router.post("/{upload_id}/complete", response_model=UploadObject, openapi_extra=UPLOAD_COMPLETE_OPENAPI,
-             responses={413: error_doc("Request body too large"), **_QUOTA, **_STORAGE_FULL})
+@router.post(
+    "/{upload_id}/complete",
+    response_model=UploadObject,
+    openapi_extra=UPLOAD_COMPLETE_OPENAPI,
+    responses={413: error_doc("Request body too large"), **_QUOTA, **_STORAGE_FULL},
+)
 async def complete_upload(
     upload_id: str,
     project: ProjectDep,

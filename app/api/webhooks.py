@@ -9,11 +9,18 @@ from fastapi import APIRouter, Body, Depends, Query, Request
 from app.api.deps import ProjectDep, SessionDep, SettingsDep
 from app.schemas.common import ERROR_RESPONSES, ListPage
 from app.schemas.webhooks import (
-    EventTypeList, RotateSecretRequest, TestRequest, WebhookEndpointCreate, WebhookEndpointDeleted,
-    WebhookEndpointObject, WebhookEndpointUpdate, WebhookEndpointWithSecret, WebhookTestResult,
+    EventTypeList,
+    RotateSecretRequest,
+    TestRequest,
+    WebhookEndpointCreate,
+    WebhookEndpointDeleted,
+    WebhookEndpointObject,
+    WebhookEndpointUpdate,
+    WebhookEndpointWithSecret,
+    WebhookTestResult,
 )
+from app.services.webhook_outbox import BATCH_EVENT_TYPES
 from app.services.webhooks import WebhookService, send_test_event
-from app.webhooks.outbox import BATCH_EVENT_TYPES
 
 router = APIRouter(tags=["webhooks"], responses=ERROR_RESPONSES)
 
@@ -31,7 +38,9 @@ def _with_secret(row) -> WebhookEndpointWithSecret:
 
 @router.post("/webhook_endpoints", response_model=WebhookEndpointWithSecret)
 async def create_endpoint(
-    project: ProjectDep, hooks: WebhookServiceDep, body: Annotated[WebhookEndpointCreate | None, Body()] = None,
+    project: ProjectDep,
+    hooks: WebhookServiceDep,
+    body: Annotated[WebhookEndpointCreate | None, Body()] = None,
 ) -> WebhookEndpointWithSecret:
     """Register a receiver; the response carries its signing secret, shown this once."""
     return _with_secret(await hooks.create(project, body or WebhookEndpointCreate()))
@@ -39,7 +48,9 @@ async def create_endpoint(
 
 @router.get("/webhook_endpoints", response_model=ListPage[WebhookEndpointObject])
 async def list_endpoints(
-    project: ProjectDep, hooks: WebhookServiceDep, after: str | None = None,
+    project: ProjectDep,
+    hooks: WebhookServiceDep,
+    after: str | None = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> ListPage[WebhookEndpointObject]:
     page = await hooks.list(project, limit=limit, after=after)
@@ -53,7 +64,9 @@ async def retrieve_endpoint(endpoint_id: str, project: ProjectDep, hooks: Webhoo
 
 @router.post("/webhook_endpoints/{endpoint_id}", response_model=WebhookEndpointObject)
 async def update_endpoint(
-    endpoint_id: str, project: ProjectDep, hooks: WebhookServiceDep,
+    endpoint_id: str,
+    project: ProjectDep,
+    hooks: WebhookServiceDep,
     body: Annotated[WebhookEndpointUpdate | None, Body()] = None,
 ) -> WebhookEndpointObject:
     """Change url, name or event_types; `status: "enabled"` re-enables a disabled endpoint."""
@@ -67,7 +80,9 @@ async def delete_endpoint(endpoint_id: str, project: ProjectDep, hooks: WebhookS
 
 @router.post("/webhook_endpoints/{endpoint_id}/rotate_secret", response_model=WebhookEndpointWithSecret)
 async def rotate_secret(
-    endpoint_id: str, project: ProjectDep, hooks: WebhookServiceDep,
+    endpoint_id: str,
+    project: ProjectDep,
+    hooks: WebhookServiceDep,
     body: Annotated[RotateSecretRequest | None, Body()] = None,
 ) -> WebhookEndpointWithSecret:
     """A new secret (shown this once); the old one keeps signing for 24 h if asked."""
@@ -77,7 +92,10 @@ async def rotate_secret(
 
 @router.post("/webhook_endpoints/{endpoint_id}/test", response_model=WebhookTestResult)
 async def test_endpoint(
-    request: Request, endpoint_id: str, project: ProjectDep, settings: SettingsDep,
+    request: Request,
+    endpoint_id: str,
+    project: ProjectDep,
+    settings: SettingsDep,
     body: Annotated[TestRequest | None, Body()] = None,
 ) -> WebhookTestResult:
     """Send a sample event now and report the receiver's status code."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from app.core.endpoints import ALL_ENDPOINTS, normalize_endpoint
 from app.engine.catalog import MINILM_NAME, builtin_model_specs, resolve_model_specs
-from app.engine.endpoints import ALL_ENDPOINTS, normalize_endpoint
 from app.engine.errors import EngineDeadError, EngineError, EngineNotReadyError, RequestAborted
 from app.engine.results import LineProblem, LineResult, Usage
 from app.engine.specs import ModelConfigError, ModelSpec, load_model_config, parse_model_arg

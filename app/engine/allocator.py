@@ -45,11 +45,15 @@ def preload_engine_allocator() -> str | None:
         return None  # an allocator is already chosen (by the user, or vLLM will preload its own)
     library = ctypes.util.find_library("jemalloc") if setting == "auto" else setting
     if setting != "auto" and not os.path.isfile(library):
-        raise ModelConfigError(f"{SETTING}={setting!r}: expected auto, system or the path of a "
-                               "malloc library (e.g. /usr/lib/x86_64-linux-gnu/libjemalloc.so.2).")
+        raise ModelConfigError(
+            f"{SETTING}={setting!r}: expected auto, system or the path of a "
+            "malloc library (e.g. /usr/lib/x86_64-linux-gnu/libjemalloc.so.2)."
+        )
     if library is None:
-        logger.info("No jemalloc on this machine; engine processes keep glibc malloc "
-                    "(their memory grows with the lines they run).")
+        logger.info(
+            "No jemalloc on this machine; engine processes keep glibc malloc "
+            "(their memory grows with the lines they run)."
+        )
         return None
     os.environ["LD_PRELOAD"] = f"{library}:{preload}" if preload else library
     if "jemalloc" in library:

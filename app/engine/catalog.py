@@ -98,7 +98,8 @@ def _apply_options(name: str, opts: dict[str, Any], base: ModelSpec | UpstreamSp
     if set(opts) - {"upstream"}:
         raise ModelConfigError(
             f"Model {name!r} is served by an upstream: engine options {sorted(set(opts) - {'upstream'})} "
-            "do not apply to it.")
+            "do not apply to it."
+        )
     if isinstance(base, UpstreamSpec):
         return base.with_options(upstream or {})
     if "urls" not in upstream:

@@ -47,8 +47,9 @@ def pin_off_worker_cpus() -> set[int] | None:
     if not worker_cpus or not free:
         return None  # no CPU worker, or the workers use every CPU (nothing left to move to)
     _set_affinity([me, *(proc for proc in descendants if proc not in workers)], free)
-    logger.info("Front-end and engine-core processes pinned to CPUs %s; workers keep %s.",
-                sorted(free), sorted(worker_cpus))
+    logger.info(
+        "Front-end and engine-core processes pinned to CPUs %s; workers keep %s.", sorted(free), sorted(worker_cpus)
+    )
     return allowed
 
 

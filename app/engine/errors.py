@@ -34,3 +34,7 @@ class RequestAborted(EngineError):
 
 class EngineNotReadyError(EngineError):
     """``execute`` was called before ``start`` finished or after ``shutdown``."""
+
+
+class ModelConfigError(ValueError):
+    """A ``--model`` string or config file entry is malformed."""

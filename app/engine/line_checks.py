@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from app.engine.endpoints import ALL_ENDPOINTS, normalize_endpoint
+from app.core.endpoints import ALL_ENDPOINTS, normalize_endpoint
 from app.engine.results import (
     INVALID_REQUEST,
     INVALID_URL,

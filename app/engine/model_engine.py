@@ -23,8 +23,8 @@ from vllm.entrypoints.serve.exception_handling.handlers.validation import (
 from vllm.v1.engine.async_llm import AsyncLLM
 from vllm.v1.engine.exceptions import EngineDeadError as VllmEngineDeadError
 
-from app import jsonbody
-from app.engine.endpoints import (
+from app.core import jsonbody
+from app.core.endpoints import (
     CHAT_COMPLETIONS,
     COMPLETIONS,
     EMBEDDINGS,
@@ -64,9 +64,7 @@ class ModelEngine:
         self.state = state
         self.supported_tasks = supported_tasks
         self.endpoints: frozenset[str] = frozenset(
-            endpoint
-            for endpoint, attr in _HANDLER_ATTRS.items()
-            if getattr(state, attr, None) is not None
+            endpoint for endpoint, attr in _HANDLER_ATTRS.items() if getattr(state, attr, None) is not None
         )
         # Stand-in for the FastAPI request vLLM's exception handlers inspect.
         self._handler_request = SimpleNamespace(app=SimpleNamespace(state=state), state=SimpleNamespace())
@@ -101,8 +99,7 @@ class ModelEngine:
             # run_batch refuses streams too: a batch line holds one JSON body.
             return _reply_for(
                 create_error_response(
-                    "Streaming is not supported in batch requests; "
-                    "omit stream or set it to false.",
+                    "Streaming is not supported in batch requests; omit stream or set it to false.",
                     param="stream",
                 )
             )
@@ -149,9 +146,7 @@ class ModelEngine:
     async def _validation_reply(self, exc: ValidationError) -> Reply:
         # FastAPI reports body errors under a "body" location prefix.
         errors = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
-        response = await validation_exception_handler(
-            self._handler_request, RequestValidationError(errors)
-        )
+        response = await validation_exception_handler(self._handler_request, RequestValidationError(errors))
         return _response_reply(response)
 
     def shutdown(self) -> None:
@@ -164,13 +159,9 @@ def _render(content: Any) -> dict[str, Any]:
     return jsonbody.loads(JSONResponse(content=content).body)
 
 
-def error_reply(
-    message: str, err_type: str, status: HTTPStatus, param: str | None = None
-) -> Reply:
+def error_reply(message: str, err_type: str, status: HTTPStatus, param: str | None = None) -> Reply:
     """An error reply in vLLM's envelope, for failures decided outside a handler."""
-    return _reply_for(
-        create_error_response(message, err_type=err_type, status_code=status, param=param)
-    )
+    return _reply_for(create_error_response(message, err_type=err_type, status_code=status, param=param))
 
 
 def _reply_for(error: ErrorResponse) -> Reply:

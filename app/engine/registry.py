@@ -24,10 +24,10 @@ from typing import Any
 from vllm.utils.gc_utils import freeze_gc_heap
 from vllm.v1.engine.exceptions import EngineDeadError as VllmEngineDeadError
 
+from app.core.endpoints import normalize_endpoint
 from app.engine import launch
 from app.engine.cpu_affinity import pin_off_worker_cpus, unpin
 from app.engine.cpu_priority import lower_engine_priority
-from app.engine.endpoints import normalize_endpoint
 from app.engine.errors import EngineDeadError, EngineNotReadyError, RequestAborted
 from app.engine.inflight import InflightRequests
 from app.engine.line_checks import common_line_problem

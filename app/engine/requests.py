@@ -19,7 +19,7 @@ from vllm.entrypoints.pooling.scoring.protocol import RerankRequest, ScoreReques
 from vllm.entrypoints.serve.exception_handling.handlers.validation import clean_loc_for_param
 from vllm.exceptions import VLLMValidationError
 
-from app.engine.endpoints import (
+from app.core.endpoints import (
     CHAT_COMPLETIONS,
     COMPLETIONS,
     EMBEDDINGS,
@@ -68,8 +68,7 @@ def body_problem(endpoint: str, body: dict[str, Any]) -> LineProblem | None:
     if endpoint == EMBEDDINGS and getattr(request, "encoding_format", None) in _BYTE_ENCODINGS:
         return LineProblem(
             INVALID_REQUEST,
-            f"encoding_format {request.encoding_format!r} is not supported in batch "
-            "requests; use 'float' or 'base64'.",
+            f"encoding_format {request.encoding_format!r} is not supported in batch requests; use 'float' or 'base64'.",
             "body.encoding_format",
         )
     return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.engine.endpoints import CHAT_COMPLETIONS, COMPLETIONS, RESPONSES
+from app.core.endpoints import CHAT_COMPLETIONS, COMPLETIONS, RESPONSES
 
 # LineProblem codes (the `code` of a BatchError during file validation):
 INVALID_REQUEST = "invalid_request"  # body does not match the endpoint's schema

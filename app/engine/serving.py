@@ -81,7 +81,8 @@ class ServingRegistry:
 
     async def execute(self, endpoint: str, body: Any, request_id: str) -> LineResult:
         return await self._for(body.get("model") if isinstance(body, dict) else None).execute(
-            endpoint, body, request_id)
+            endpoint, body, request_id
+        )
 
     async def abort(self, request_id: str) -> bool:
         return await self.upstream.abort(request_id) or await self.local.abort(request_id)

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from app.engine.errors import ModelConfigError
+
 Runner = Literal["auto", "generate", "pooling"]
 RUNNERS: tuple[str, ...] = ("auto", "generate", "pooling")
 
@@ -50,10 +52,6 @@ _SIMPLE_OPTIONS = {
     "gpu_memory_utilization": (int, float),
     "max_num_seqs": int,
 }
-
-
-class ModelConfigError(ValueError):
-    """A ``--model`` string or config file entry is malformed."""
 
 
 @dataclass(frozen=True)
@@ -82,13 +80,10 @@ class ModelSpec:
             raise ModelConfigError("A model's served name must not be empty.")
         if self.runner not in RUNNERS:
             raise ModelConfigError(
-                f"Model {self.name!r}: runner must be one of {', '.join(RUNNERS)}, "
-                f"not {self.runner!r}."
+                f"Model {self.name!r}: runner must be one of {', '.join(RUNNERS)}, not {self.runner!r}."
             )
         if self.kv_cache_gib is not None and self.gpu_memory_utilization is not None:
-            raise ModelConfigError(
-                f"Model {self.name!r}: set kv_cache_gib or gpu_memory_utilization, not both."
-            )
+            raise ModelConfigError(f"Model {self.name!r}: set kv_cache_gib or gpu_memory_utilization, not both.")
 
     def with_options(self, options: Mapping[str, Any]) -> ModelSpec:
         """Return a copy with config-file ``options`` (already checked) applied."""
@@ -180,5 +175,7 @@ def _check_options(where: str, name: str, options: Any) -> dict[str, Any]:
             raise ModelConfigError(f"{where}: unknown option {name}.{key} (allowed: {allowed}).")
         if value is not None and (isinstance(value, bool) or not isinstance(value, expected)):
             raise ModelConfigError(f"{where}: {name}.{key} has the wrong type ({value!r}).")
-        checked[key] = float(value) if key in ("kv_cache_gib", "gpu_memory_utilization") and value is not None else value
+        checked[key] = (
+            float(value) if key in ("kv_cache_gib", "gpu_memory_utilization") and value is not None else value
+        )
     return checked

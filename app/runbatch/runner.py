@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.engine import ModelSpec, normalize_endpoint, resolve_model_specs
+from app.pipeline.executor import LineExecutor, LineOutcome
+from app.pipeline.jsonl import split_lines
+from app.pipeline.lines import InputLine, dumps, error_line
+from app.pipeline.ordering import grouped_by_prefix
 from app.runbatch.progress import Progress
 from app.runbatch.resume import Finished, finished_lines
 from app.runbatch.sinks import LineSink
 from app.runbatch.sources import count_lines, input_chunks
-from app.services.jsonl import split_lines
-from app.worker.executor import LineExecutor, LineOutcome
-from app.worker.lines import InputLine, dumps, error_line
-from app.worker.ordering import grouped_by_prefix
 
 log = logging.getLogger("batchd.run_batch")
 
@@ -98,7 +98,9 @@ async def run_batch(options: RunBatchOptions, registry) -> Progress:
     if options.resume and options.output == "-":
         raise ValueError("--resume needs an output file or URL, not stdout")
     output = LineSink(options.output, options.output_tmp_dir, append=options.resume)
-    errors = LineSink(options.error_file, options.output_tmp_dir, append=options.resume) if options.error_file else output
+    errors = (
+        LineSink(options.error_file, options.output_tmp_dir, append=options.resume) if options.error_file else output
+    )
     skip = Finished()
     if options.resume:
         for sink in {id(output): output, id(errors): errors}.values():

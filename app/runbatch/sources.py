@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 
+from app.pipeline.jsonl import read_chunks
 from app.runbatch.retrying import http_retry
-from app.services.jsonl import read_chunks
 
 
 def is_url(location: str) -> bool:

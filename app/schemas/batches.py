@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from app.core.endpoints import ALL_ENDPOINTS
 from app.db.models import Batch
-from app.engine.endpoints import ALL_ENDPOINTS
 
 
 class ExpiresAfter(BaseModel):
@@ -54,8 +54,10 @@ BATCH_CREATE_OPENAPI = {
                         "output_expires_after": {
                             "type": ["object", "null"],
                             "required": ["anchor", "seconds"],
-                            "properties": {"anchor": {"type": "string", "enum": ["created_at"]},
-                                           "seconds": _EXPIRY_SECONDS},
+                            "properties": {
+                                "anchor": {"type": "string", "enum": ["created_at"]},
+                                "seconds": _EXPIRY_SECONDS,
+                            },
                         },
                     },
                 }
@@ -131,7 +133,7 @@ class BatchObject(BaseModel):
     metadata: dict[str, str] | None
 
     @classmethod
-    def from_row(cls, b: Batch) -> "BatchObject":
+    def from_row(cls, b: Batch) -> BatchObject:
         return cls(
             id=b.id,
             endpoint=b.endpoint,

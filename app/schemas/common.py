@@ -30,7 +30,7 @@ class ListPage(BaseModel, Generic[T]):
     has_more: bool
 
     @classmethod
-    def of(cls, items: list[T], has_more: bool) -> "ListPage[T]":
+    def of(cls, items: list[T], has_more: bool) -> ListPage[T]:
         return cls(
             data=items,
             first_id=items[0].id if items else None,  # type: ignore[attr-defined]

@@ -6,10 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from app.core.purposes import UPLOAD_PURPOSES
 from app.schemas.common import multipart_openapi
-
-UPLOAD_PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")
-OUTPUT_PURPOSE = "batch_output"
 
 
 class FileObject(BaseModel):
@@ -24,7 +22,7 @@ class FileObject(BaseModel):
     status_details: str | None = None
 
     @classmethod
-    def from_row(cls, row) -> "FileObject":
+    def from_row(cls, row) -> FileObject:
         return cls(
             id=row.id,
             bytes=row.bytes,

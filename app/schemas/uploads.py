@@ -8,8 +8,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from app.core.purposes import UPLOAD_PURPOSES
 from app.schemas.common import multipart_openapi
-from app.schemas.files import UPLOAD_PURPOSES, FileObject
+from app.schemas.files import FileObject
 
 MIN_FILE_EXPIRY_SECONDS = 3600
 MAX_FILE_EXPIRY_SECONDS = 2_592_000
@@ -64,13 +65,18 @@ class UploadObject(BaseModel):
     file: FileObject | None = None
 
     @classmethod
-    def from_row(cls, row, file=None) -> "UploadObject":
+    def from_row(cls, row, file=None) -> UploadObject:
         # A pending upload past its expiry is expired even before the sweep marks it.
         expired = row.status == "pending" and time.time() >= row.expires_at
         status = "expired" if expired else row.status
         return cls(
-            id=row.id, bytes=row.bytes, created_at=row.created_at, expires_at=row.expires_at,
-            filename=row.filename, purpose=row.purpose, status=status,
+            id=row.id,
+            bytes=row.bytes,
+            created_at=row.created_at,
+            expires_at=row.expires_at,
+            filename=row.filename,
+            purpose=row.purpose,
+            status=status,
             file=FileObject.from_row(file) if file is not None else None,
         )
 
@@ -82,7 +88,7 @@ class UploadPartObject(BaseModel):
     upload_id: str
 
     @classmethod
-    def from_row(cls, row) -> "UploadPartObject":
+    def from_row(cls, row) -> UploadPartObject:
         return cls(id=row.id, created_at=row.created_at, upload_id=row.upload_id)
 
 
@@ -96,31 +102,40 @@ def _json_body(schema: dict) -> dict:
 # The bodies as documented (/openapi.json): what the service accepts, stated exactly (the parsing
 # models above are looser so the service can answer with OpenAI's own messages). Sizes are the
 # defaults (BATCHD_MAX_UPLOAD_BYTES; purpose=batch: BATCHD_MAX_BATCH_FILE_BYTES).
-UPLOAD_CREATE_OPENAPI = _json_body({
-    "type": "object",
-    "required": ["bytes", "filename", "mime_type", "purpose"],
-    "properties": {
-        "bytes": {"type": "integer", "minimum": 0, "maximum": 8 * 1024**3},
-        "filename": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[A-Za-z0-9._-]+$"},
-        "mime_type": {"type": "string", "minLength": 1, "maxLength": 256},
-        "purpose": {"type": "string", "enum": list(UPLOAD_PURPOSES)},
-        "expires_after": {
-            "type": ["object", "null"],
-            "required": ["anchor", "seconds"],
-            "properties": {"anchor": {"type": "string", "enum": ["created_at"]},
-                           "seconds": {"type": "integer", "minimum": MIN_FILE_EXPIRY_SECONDS,
-                                       "maximum": MAX_FILE_EXPIRY_SECONDS}},
+UPLOAD_CREATE_OPENAPI = _json_body(
+    {
+        "type": "object",
+        "required": ["bytes", "filename", "mime_type", "purpose"],
+        "properties": {
+            "bytes": {"type": "integer", "minimum": 0, "maximum": 8 * 1024**3},
+            "filename": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[A-Za-z0-9._-]+$"},
+            "mime_type": {"type": "string", "minLength": 1, "maxLength": 256},
+            "purpose": {"type": "string", "enum": list(UPLOAD_PURPOSES)},
+            "expires_after": {
+                "type": ["object", "null"],
+                "required": ["anchor", "seconds"],
+                "properties": {
+                    "anchor": {"type": "string", "enum": ["created_at"]},
+                    "seconds": {
+                        "type": "integer",
+                        "minimum": MIN_FILE_EXPIRY_SECONDS,
+                        "maximum": MAX_FILE_EXPIRY_SECONDS,
+                    },
+                },
+            },
         },
-    },
-    # Batch input: a .jsonl name and at most the batch-file limit.
-    "if": {"properties": {"purpose": {"const": "batch"}}},
-    "then": {"properties": {"filename": {"pattern": "\\.jsonl$"}, "bytes": {"maximum": 200 * 1024**2}}},
-})
-UPLOAD_COMPLETE_OPENAPI = _json_body({
-    "type": "object",
-    "required": ["part_ids"],
-    "properties": {
-        "part_ids": {"type": "array", "items": {"type": "string"}, "maxItems": 10_000},
-        "md5": {"type": "string", "maxLength": 64},
-    },
-})
+        # Batch input: a .jsonl name and at most the batch-file limit.
+        "if": {"properties": {"purpose": {"const": "batch"}}},
+        "then": {"properties": {"filename": {"pattern": "\\.jsonl$"}, "bytes": {"maximum": 200 * 1024**2}}},
+    }
+)
+UPLOAD_COMPLETE_OPENAPI = _json_body(
+    {
+        "type": "object",
+        "required": ["part_ids"],
+        "properties": {
+            "part_ids": {"type": "array", "items": {"type": "string"}, "maxItems": 10_000},
+            "md5": {"type": "string", "maxLength": 64},
+        },
+    }
+)

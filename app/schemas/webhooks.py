@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from app.core.webhook_signing import secret_hint
 from app.db.models import WebhookEndpoint
-from app.webhooks.signing import secret_hint
 
 
 class WebhookEndpointCreate(BaseModel):
@@ -52,11 +52,18 @@ class WebhookEndpointObject(BaseModel):
     disabled_reason: str | None
 
     @classmethod
-    def from_row(cls, row: WebhookEndpoint, **extra) -> "WebhookEndpointObject":
+    def from_row(cls, row: WebhookEndpoint, **extra) -> WebhookEndpointObject:
         return cls(
-            id=row.id, created_at=row.created_at, updated_at=row.updated_at, name=row.name, url=row.url,
-            event_types=list(row.event_types), signing_secret_hint=secret_hint(row.secret), status=row.status,
-            disabled_reason=row.disabled_reason, **extra,
+            id=row.id,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            name=row.name,
+            url=row.url,
+            event_types=list(row.event_types),
+            signing_secret_hint=secret_hint(row.secret),
+            status=row.status,
+            disabled_reason=row.disabled_reason,
+            **extra,
         )
 
 

@@ -16,14 +16,14 @@ import secrets
 import string
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-from app.config import DEFAULT_PROJECT, Settings
+from app.core.config import DEFAULT_PROJECT, Settings
+from app.core.errors import Unauthorized
 from app.db.engine import Database
 from app.db.models import ApiKey
 from app.db.repositories.api_keys import ApiKeyRepository
-from app.errors import Unauthorized
 
 log = logging.getLogger("batchd.auth")
 
@@ -63,8 +63,7 @@ class Authenticator:
         self.db = db
         self.secret = load_secret(settings)
         self.config_keys = [
-            (hashlib.sha256(key.encode()).digest(), project)
-            for key, project in settings.parsed_api_keys().items()
+            (hashlib.sha256(key.encode()).digest(), project) for key, project in settings.parsed_api_keys().items()
         ]
         self._stored_count: tuple[float, int] | None = None
 
@@ -133,7 +132,7 @@ class StoredKeyInfo:
 
 
 def _iso(timestamp: int) -> str:
-    return datetime.fromtimestamp(timestamp, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(timestamp, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 async def list_stored_keys(db: Database) -> list[StoredKeyInfo]:

@@ -9,16 +9,22 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.config import Settings
+from app.core.config import Settings
+from app.core.endpoints import (
+    CHAT_COMPLETIONS,
+    COMPLETIONS,
+    EMBEDDINGS,
+    RERANK,
+    RESPONSES,
+    SCORE,
+    normalize_endpoint,
+)
+from app.core.errors import Conflict, InvalidRequest, MissingParameter, NotFound
 from app.db.models import TERMINAL_STATUSES, Batch
 from app.db.repositories.batches import BatchRepository
 from app.db.repositories.files import FileRepository
-from app.errors import Conflict, InvalidRequest, MissingParameter, NotFound
 from app.schemas.batches import BatchCreateRequest
 from app.services.quotas import check_batch_create
-from app.engine.endpoints import (
-    CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, RERANK, RESPONSES, SCORE, normalize_endpoint,
-)
 
 BATCH_ENDPOINTS = (CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, SCORE, RERANK, RESPONSES)
 MAX_METADATA_PAIRS = 16
@@ -55,15 +61,17 @@ class BatchService:
         if not isinstance(request.completion_window, str) or request.completion_window not in windows:
             raise InvalidRequest(
                 f"Invalid value for 'completion_window': '{request.completion_window}'. Supported values are: "
-                + ", ".join(f"'{w}'" for w in windows) + ".",
+                + ", ".join(f"'{w}'" for w in windows)
+                + ".",
                 param="completion_window",
                 code="invalid_value",
             )
         metadata = self._metadata(request.metadata)
         output_expires_after = self._output_expires_after(request.output_expires_after)
         if not isinstance(request.input_file_id, str):
-            raise InvalidRequest("Invalid type for 'input_file_id': expected a string.", param="input_file_id",
-                                 code="invalid_type")
+            raise InvalidRequest(
+                "Invalid type for 'input_file_id': expected a string.", param="input_file_id", code="invalid_type"
+            )
         await check_batch_create(self.session, self.settings, project)
         now = int(time.time())
         input_file = await self.files.get(project, request.input_file_id, now)
@@ -87,8 +95,13 @@ class BatchService:
             output_expires_after=output_expires_after,
             created_at=now,
             expires_at=now + windows[request.completion_window],
-            total=0, completed=0, failed=0,
-            input_tokens=0, cached_tokens=0, output_tokens=0, reasoning_tokens=0,
+            total=0,
+            completed=0,
+            failed=0,
+            input_tokens=0,
+            cached_tokens=0,
+            output_tokens=0,
+            reasoning_tokens=0,
             fence=0,
         )
         return await self.repo.add(batch)
@@ -99,7 +112,8 @@ class BatchService:
         if endpoint is None:
             raise InvalidRequest(
                 f"Invalid value for 'endpoint': '{value}'. Supported values are: "
-                + ", ".join(f"'{e}'" for e in BATCH_ENDPOINTS) + ".",
+                + ", ".join(f"'{e}'" for e in BATCH_ENDPOINTS)
+                + ".",
                 param="endpoint",
                 code="invalid_value",
             )
@@ -110,28 +124,35 @@ class BatchService:
         if metadata is None:
             return None
         if not isinstance(metadata, dict):
-            raise InvalidRequest("Invalid type for 'metadata': expected an object.", param="metadata",
-                                 code="invalid_type")
+            raise InvalidRequest(
+                "Invalid type for 'metadata': expected an object.", param="metadata", code="invalid_type"
+            )
         if len(metadata) > MAX_METADATA_PAIRS:
             raise InvalidRequest(
                 f"Invalid 'metadata': too many properties. Expected an object with at most "
                 f"{MAX_METADATA_PAIRS} properties, but got {len(metadata)} instead.",
-                param="metadata", code="object_above_max_properties",
+                param="metadata",
+                code="object_above_max_properties",
             )
         for key, value in metadata.items():
             if len(key) > MAX_METADATA_KEY:
                 raise InvalidRequest(
                     f"Invalid 'metadata': key '{key[:20]}...' is longer than {MAX_METADATA_KEY} characters.",
-                    param="metadata", code="invalid_value",
+                    param="metadata",
+                    code="invalid_value",
                 )
             if not isinstance(value, str):
-                raise InvalidRequest(f"Invalid type for 'metadata.{key}': expected a string.",
-                                     param=f"metadata.{key}", code="invalid_type")
+                raise InvalidRequest(
+                    f"Invalid type for 'metadata.{key}': expected a string.",
+                    param=f"metadata.{key}",
+                    code="invalid_type",
+                )
             if len(value) > MAX_METADATA_VALUE:
                 raise InvalidRequest(
                     f"Invalid 'metadata.{key}': string too long. Expected a string with maximum length "
                     f"{MAX_METADATA_VALUE}, but got a string with length {len(value)} instead.",
-                    param=f"metadata.{key}", code="string_above_max_length",
+                    param=f"metadata.{key}",
+                    code="string_above_max_length",
                 )
         return metadata
 
@@ -140,18 +161,24 @@ class BatchService:
         if value is None:
             return None
         if not isinstance(value, dict) or value.get("anchor") != "created_at":
-            raise InvalidRequest("Invalid 'output_expires_after.anchor': expected 'created_at'.",
-                                 param="output_expires_after.anchor", code="invalid_value")
+            raise InvalidRequest(
+                "Invalid 'output_expires_after.anchor': expected 'created_at'.",
+                param="output_expires_after.anchor",
+                code="invalid_value",
+            )
         seconds = value.get("seconds")
         if isinstance(seconds, float) and seconds.is_integer():
             seconds = int(seconds)  # 3600.0 is an integer to JSON Schema (and to OpenAI's parser)
-        if not isinstance(seconds, int) or isinstance(seconds, bool) or not (
-            MIN_OUTPUT_EXPIRY <= seconds <= MAX_OUTPUT_EXPIRY
+        if (
+            not isinstance(seconds, int)
+            or isinstance(seconds, bool)
+            or not (MIN_OUTPUT_EXPIRY <= seconds <= MAX_OUTPUT_EXPIRY)
         ):
             raise InvalidRequest(
                 f"Invalid 'output_expires_after.seconds': expected an integer between {MIN_OUTPUT_EXPIRY} "
                 f"and {MAX_OUTPUT_EXPIRY}, got {seconds!r}.",
-                param="output_expires_after.seconds", code="invalid_value",
+                param="output_expires_after.seconds",
+                code="invalid_value",
             )
         return seconds
 

@@ -11,16 +11,16 @@ from pathlib import PurePosixPath
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app import metrics
-from app.config import Settings
+from app.core import metrics
+from app.core.config import Settings
+from app.core.errors import Conflict, InvalidRequest, MissingParameter, NotFound, PayloadTooLarge
+from app.core.purposes import UPLOAD_PURPOSES
 from app.db.models import File
 from app.db.repositories.batches import BatchRepository
 from app.db.repositories.files import FileRepository
-from app.errors import Conflict, InvalidRequest, MissingParameter, NotFound, PayloadTooLarge
-from app.schemas.files import UPLOAD_PURPOSES
 from app.services.quotas import check_upload
-from app.services.upload_stream import receive_upload
 from app.services.unit_of_work import after_commit, on_rollback
+from app.services.upload_stream import receive_upload
 from app.storage.base import BlobStore, BlobWriter
 
 MIN_EXPIRY_SECONDS = 3600
@@ -44,8 +44,15 @@ def sanitize_filename(raw: str | None) -> str:
 
 
 async def commit_new_file(
-    session: AsyncSession, store: BlobStore, writer: BlobWriter, *,
-    file_id: str, project: str, filename: str, purpose: str, expires_after: int | None,
+    session: AsyncSession,
+    store: BlobStore,
+    writer: BlobWriter,
+    *,
+    file_id: str,
+    project: str,
+    filename: str,
+    purpose: str,
+    expires_after: int | None,
 ) -> File:
     """Commit the written bytes as file `file_id` and return its row, for the caller to add.
     Batch files expire after 30 days unless told otherwise; if the request's transaction does not
@@ -54,9 +61,15 @@ async def commit_new_file(
     if expires_after is None and purpose == "batch":
         expires_after = BATCH_FILE_TTL_SECONDS
     file = File(
-        id=file_id, project=project, filename=filename, purpose=purpose, bytes=writer.size,
-        created_at=now, expires_at=now + expires_after if expires_after else None,
-        status="processed", sha256=writer.sha256,
+        id=file_id,
+        project=project,
+        filename=filename,
+        purpose=purpose,
+        bytes=writer.size,
+        created_at=now,
+        expires_at=now + expires_after if expires_after else None,
+        status="processed",
+        sha256=writer.sha256,
     )
     await store.commit(writer, project, file_id)
     on_rollback(session, lambda: store.delete(project, file_id))
@@ -118,8 +131,16 @@ class FileService:
                 await blob.discard()
             raise
 
-        file = await commit_new_file(self.session, self.store, blob, file_id=file_id, project=project,
-                                     filename=filename, purpose=purpose, expires_after=expires_after)
+        file = await commit_new_file(
+            self.session,
+            self.store,
+            blob,
+            file_id=file_id,
+            project=project,
+            filename=filename,
+            purpose=purpose,
+            expires_after=expires_after,
+        )
         metrics.record_upload(blob.size)
         return await self.repo.add(file)
 
@@ -182,9 +203,7 @@ class FileService:
     def content(self, file: File) -> AsyncIterator[bytes]:
         return self.store.read(file.project, file.id)
 
-    async def list(
-        self, project: str, *, purpose: str | None, limit: int, order: str, after: str | None
-    ) -> FilePage:
+    async def list(self, project: str, *, purpose: str | None, limit: int, order: str, after: str | None) -> FilePage:
         after_seq = None
         if after is not None:
             after_seq = await self.repo.cursor_seq(project, after)
@@ -204,8 +223,7 @@ class FileService:
         file = await self.get(project, file_id)
         in_use_by = await BatchRepository(self.session).active_batch_using_file(project, file_id)
         if in_use_by is not None:
-            raise Conflict(f"File {file_id} is the input of batch {in_use_by}, which is still running.",
-                           param="id")
+            raise Conflict(f"File {file_id} is the input of batch {in_use_by}, which is still running.", param="id")
         await self.repo.mark_deleted(file, int(time.time()))
         after_commit(self.session, lambda: self.store.delete(project, file_id))
         return file

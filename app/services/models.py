@@ -8,15 +8,13 @@ replica started with --api-only (no engines) lists the models the others serve, 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
+from app.core.errors import NotFound
 from app.db.engine import Database
 from app.db.repositories.served_models import ServedModelRepository
-from app.errors import NotFound
 
 log = logging.getLogger("batchd.models")
 
@@ -38,13 +36,17 @@ def model_entries(registry: Any, worker: Any) -> list[dict[str, Any]]:
     for card in registry.model_cards():
         gate = gates.get(card["id"])
         in_flight, waiting = gate.load() if gate is not None else (0, 0)
-        entries.append({
-            **card,
-            "engine_state": registry.engine_state(card["id"]),
-            "lines_in_flight": in_flight,
-            "lines_waiting": waiting,
-            "max_lines_in_flight": gate.capacity if gate is not None else registry.suggested_concurrency(card["id"]),
-        })
+        entries.append(
+            {
+                **card,
+                "engine_state": registry.engine_state(card["id"]),
+                "lines_in_flight": in_flight,
+                "lines_waiting": waiting,
+                "max_lines_in_flight": gate.capacity
+                if gate is not None
+                else registry.suggested_concurrency(card["id"]),
+            }
+        )
     return entries
 
 
@@ -55,10 +57,17 @@ async def published_entries(db: Database) -> list[dict[str, Any]]:
         rows = await ServedModelRepository(session).published_since(time.time() - STALE_AFTER_SECONDS)
     merged: dict[str, dict[str, Any]] = {}
     for row in rows:
-        entry = merged.setdefault(row.model_id, {
-            "id": row.model_id, "object": "model", "created": row.created, "owned_by": row.owned_by,
-            "engine_state": row.engine_state, **dict.fromkeys(LOAD_FIELDS, 0),
-        })
+        entry = merged.setdefault(
+            row.model_id,
+            {
+                "id": row.model_id,
+                "object": "model",
+                "created": row.created,
+                "owned_by": row.owned_by,
+                "engine_state": row.engine_state,
+                **dict.fromkeys(LOAD_FIELDS, 0),
+            },
+        )
         entry["created"] = min(entry["created"], row.created)
         entry["engine_state"] = min(entry["engine_state"], row.engine_state, key=STATE_RANK.index)
         for field in LOAD_FIELDS:
@@ -78,33 +87,4 @@ async def find_entry(state: Any, model_id: str) -> dict[str, Any]:
         if entry["id"] == model_id:
             return entry
     # OpenAI's wording for an unknown model.
-    raise NotFound(
-        f"The model `{model_id}` does not exist or you do not have access to it.", code="model_not_found"
-    )
-
-
-async def publish_models_forever(db: Database, replica: str, entries: Callable[[], list[dict[str, Any]]]) -> None:
-    """Every PUBLISH_SECONDS, replace this replica's rows with `entries()` and drop the rows of
-    replicas that stopped publishing; on cancel (shutdown), withdraw this replica's rows."""
-    try:
-        while True:
-            try:
-                now = time.time()
-                async with db.write() as session:
-                    repo = ServedModelRepository(session)
-                    await repo.replace(replica, entries(), now)
-                    await repo.remove_older_than(now - STALE_AFTER_SECONDS)
-            except Exception as exc:  # the database may be down: the rows age out meanwhile
-                log.warning("could not publish the served models (%s); will retry", exc)
-            await asyncio.sleep(PUBLISH_SECONDS)
-    finally:
-        try:
-            # Bounded: a database that is down must not hold up the shutdown.
-            await asyncio.wait_for(_withdraw(db, replica), timeout=PUBLISH_SECONDS)
-        except Exception as exc:
-            log.warning("could not withdraw the served models at shutdown (%s)", exc)
-
-
-async def _withdraw(db: Database, replica: str) -> None:
-    async with db.write() as session:
-        await ServedModelRepository(session).remove(replica)
+    raise NotFound(f"The model `{model_id}` does not exist or you do not have access to it.", code="model_not_found")

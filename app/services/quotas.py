@@ -13,9 +13,9 @@ import time
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.config import Settings
+from app.core.config import Settings
+from app.core.errors import QuotaExceeded
 from app.db.repositories.quotas import QuotaRepository
-from app.errors import QuotaExceeded
 
 
 async def check_upload(session: AsyncSession, settings: Settings, project: str, size: int) -> None:
@@ -28,7 +28,9 @@ async def check_upload(session: AsyncSession, settings: Settings, project: str, 
         raise QuotaExceeded(
             f"Storage quota exceeded for project '{project}': it stores {stored} bytes of files, "
             f"this file has {size} and the limit is {limit}. Delete files and try again.",
-            type="insufficient_quota", code="insufficient_quota", param="file",
+            type="insufficient_quota",
+            code="insufficient_quota",
+            param="file",
         )
 
 
@@ -42,5 +44,6 @@ async def check_batch_create(session: AsyncSession, settings: Settings, project:
         raise QuotaExceeded(
             f"Active batch limit reached for project '{project}': Limit: {limit} active batches. "
             "Please try again once some in_progress batches have been completed.",
-            type="invalid_request_error", code="rate_limit_exceeded",
+            type="invalid_request_error",
+            code="rate_limit_exceeded",
         )

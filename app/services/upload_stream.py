@@ -14,7 +14,7 @@ from python_multipart import MultipartParser
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import parse_options_header
 
-from app.errors import InsufficientStorage, InvalidRequest, PayloadTooLarge, is_disk_full
+from app.core.errors import InsufficientStorage, InvalidRequest, PayloadTooLarge, is_disk_full
 from app.storage.base import BlobWriter
 
 MAX_FIELD_BYTES = 64 * 1024
@@ -38,8 +38,9 @@ class ReceivedUpload:
 class _Receiver:
     """python-multipart callbacks that route form fields to memory and the file to a blob."""
 
-    def __init__(self, new_writer: Callable[[], BlobWriter], limit_for: Callable[[str | None], int],
-                 file_field: str = "file"):
+    def __init__(
+        self, new_writer: Callable[[], BlobWriter], limit_for: Callable[[str | None], int], file_field: str = "file"
+    ):
         self.new_writer = new_writer
         self.file_field = file_field
         self.limit_for = limit_for

@@ -17,13 +17,13 @@ from collections.abc import AsyncIterator, Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.config import Settings
+from app.core.config import Settings
+from app.core.errors import InvalidRequest, MissingParameter, NotFound, PayloadTooLarge
+from app.core.purposes import UPLOAD_PURPOSES
 from app.db.engine import Database
 from app.db.models import File, Upload, UploadPart
 from app.db.repositories.files import FileRepository
 from app.db.repositories.uploads import UploadRepository
-from app.errors import InvalidRequest, MissingParameter, NotFound, PayloadTooLarge
-from app.schemas.files import UPLOAD_PURPOSES
 from app.schemas.uploads import UploadCompleteRequest, UploadCreateRequest
 from app.services.files import MULTIPART_OVERHEAD_BYTES, commit_new_file, new_file_id, sanitize_filename
 from app.services.quotas import check_upload
@@ -69,14 +69,18 @@ class UploadService:
         if request.purpose not in UPLOAD_PURPOSES:
             raise InvalidRequest(
                 f"Invalid value for 'purpose': '{request.purpose}'. Supported values are: "
-                + ", ".join(f"'{p}'" for p in UPLOAD_PURPOSES) + ".",
-                param="purpose", code="invalid_value",
+                + ", ".join(f"'{p}'" for p in UPLOAD_PURPOSES)
+                + ".",
+                param="purpose",
+                code="invalid_value",
             )
         limit = self._max_bytes(request.purpose)
         if request.bytes > limit:
             raise InvalidRequest(
                 f"Invalid 'bytes': an upload with purpose '{request.purpose}' can be at most {limit} bytes, "
-                f"got {request.bytes}.", param="bytes", code="invalid_value",
+                f"got {request.bytes}.",
+                param="bytes",
+                code="invalid_value",
             )
         filename = sanitize_filename(request.filename)
         if request.purpose == "batch" and not filename.lower().endswith(".jsonl"):
@@ -84,8 +88,14 @@ class UploadService:
         await check_upload(self.session, self.settings, project, request.bytes)
         now = int(time.time())
         upload = Upload(
-            id=new_upload_id(), project=project, filename=filename, purpose=request.purpose,
-            mime_type=request.mime_type, bytes=request.bytes, status="pending", created_at=now,
+            id=new_upload_id(),
+            project=project,
+            filename=filename,
+            purpose=request.purpose,
+            mime_type=request.mime_type,
+            bytes=request.bytes,
+            status="pending",
+            created_at=now,
             expires_at=now + self.settings.upload_ttl_seconds,
             file_expires_after=request.expires_after.seconds if request.expires_after else None,
         )
@@ -113,7 +123,8 @@ class UploadService:
     def _part_too_large(self, _purpose: str | None = None) -> PayloadTooLarge:
         return PayloadTooLarge(
             f"Part is too large: each part can be at most {self.settings.max_upload_part_bytes} bytes.",
-            param=PART_FIELD, code="file_too_large",
+            param=PART_FIELD,
+            code="file_too_large",
         )
 
     async def add_part(
@@ -125,18 +136,28 @@ class UploadService:
         if content_length is not None and content_length > part_limit + MULTIPART_OVERHEAD_BYTES:
             raise self._part_too_large()
         received = await receive_upload(
-            body, content_type, self.store.new_writer, lambda _purpose: part_limit, self._part_too_large,
+            body,
+            content_type,
+            self.store.new_writer,
+            lambda _purpose: part_limit,
+            self._part_too_large,
             file_field=PART_FIELD,
         )
         if received.blob is None:
             raise MissingParameter(PART_FIELD)
-        part = UploadPart(id=new_part_id(), upload_id=upload_id, project=project, bytes=received.blob.size,
-                          created_at=int(time.time()))
+        part = UploadPart(
+            id=new_part_id(),
+            upload_id=upload_id,
+            project=project,
+            bytes=received.blob.size,
+            created_at=int(time.time()),
+        )
         await self.store.commit(received.blob, project, part.id)
         on_rollback(self.session, lambda: self.store.delete(project, part.id))
         # Re-checked under the row lock: the upload may have completed meanwhile.
-        upload = self._require_pending(await self.repo.get(project, upload_id, for_update=True), upload_id,
-                                       "add a Part to")
+        upload = self._require_pending(
+            await self.repo.get(project, upload_id, for_update=True), upload_id, "add a Part to"
+        )
         if await self.repo.parts_bytes(upload.id) + part.bytes > self.settings.max_upload_bytes:
             raise InvalidRequest(
                 f"Upload {upload_id} cannot take more than {self.settings.max_upload_bytes} bytes of parts.",
@@ -160,7 +181,8 @@ class UploadService:
         if total != upload.bytes:
             raise InvalidRequest(
                 f"The number of bytes in the parts ({total}) does not match the number of bytes specified "
-                f"when the Upload was created ({upload.bytes}).", param="part_ids",
+                f"when the Upload was created ({upload.bytes}).",
+                param="part_ids",
             )
         return parts
 
@@ -193,11 +215,19 @@ class UploadService:
             await writer.discard()
             raise InvalidRequest(
                 f"The md5 of the uploaded bytes ({md5}) does not match the 'md5' given ({request.md5}).",
-                param="md5", code="md5_mismatch",
+                param="md5",
+                code="md5_mismatch",
             )
         file = await commit_new_file(
-            self.session, self.store, writer, file_id=new_file_id(), project=project, filename=upload.filename,
-            purpose=upload.purpose, expires_after=upload.file_expires_after)
+            self.session,
+            self.store,
+            writer,
+            file_id=new_file_id(),
+            project=project,
+            filename=upload.filename,
+            purpose=upload.purpose,
+            expires_after=upload.file_expires_after,
+        )
         locked = self._require_pending(await self.repo.get(project, upload_id, for_update=True), upload_id, "complete")
         if not await self.repo.finish(locked, "completed", file.id):
             raise InvalidRequest(f"Cannot complete Upload {upload_id}: it is no longer pending.", param="upload_id")

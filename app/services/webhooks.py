@@ -10,16 +10,16 @@ from dataclasses import dataclass
 import httpx
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.config import Settings
+from app.core.config import Settings
+from app.core.errors import InvalidRequest, MissingParameter, NotFound
+from app.core.webhook_signing import new_secret
 from app.db.engine import Database
 from app.db.models import WebhookEndpoint
 from app.db.repositories.webhooks import WebhookRepository
-from app.errors import InvalidRequest, MissingParameter, NotFound
 from app.schemas.webhooks import WebhookEndpointCreate, WebhookEndpointUpdate
-from app.webhooks import url_guard
-from app.webhooks.delivery import AttemptResult, secrets_in_use, send_once
-from app.webhooks.outbox import BATCH_EVENT_TYPES, event_body, new_event_id
-from app.webhooks.signing import new_secret
+from app.services import webhook_urls
+from app.services.webhook_delivery import AttemptResult, secrets_in_use, send_once
+from app.services.webhook_outbox import BATCH_EVENT_TYPES, event_body, new_event_id
 
 MAX_NAME = 256
 ROTATION_GRACE_SECONDS = 24 * 3600
@@ -43,28 +43,38 @@ class WebhookService:
 
     async def _url(self, url: object) -> str:
         try:
-            await url_guard.check(url, self.settings.webhook_allowed_hosts())
-        except url_guard.UnsafeUrl as exc:
+            await webhook_urls.check(url, self.settings.webhook_allowed_hosts())
+        except webhook_urls.UnsafeUrl as exc:
             raise InvalidRequest(f"Invalid 'url': {exc}", param="url", code="invalid_url") from None
         return url  # type: ignore[return-value]  # checked to be a str
 
     @staticmethod
     def _name(name: object) -> str:
         if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME:
-            raise InvalidRequest(f"Invalid 'name': expected a non-empty string of at most {MAX_NAME} characters.",
-                                 param="name", code="invalid_value")
+            raise InvalidRequest(
+                f"Invalid 'name': expected a non-empty string of at most {MAX_NAME} characters.",
+                param="name",
+                code="invalid_value",
+            )
         return name
 
     @staticmethod
     def _event_types(event_types: object) -> list[str]:
         if not isinstance(event_types, list) or not event_types or not all(isinstance(t, str) for t in event_types):
-            raise InvalidRequest("Invalid 'event_types': expected a non-empty array of event types.",
-                                 param="event_types", code="invalid_value")
+            raise InvalidRequest(
+                "Invalid 'event_types': expected a non-empty array of event types.",
+                param="event_types",
+                code="invalid_value",
+            )
         unknown = [t for t in event_types if t not in BATCH_EVENT_TYPES]
         if unknown:
             raise InvalidRequest(
                 f"Invalid 'event_types': {unknown[0]!r} is not sent by this server. Supported: "
-                + ", ".join(BATCH_EVENT_TYPES) + ".", param="event_types", code="invalid_value")
+                + ", ".join(BATCH_EVENT_TYPES)
+                + ".",
+                param="event_types",
+                code="invalid_value",
+            )
         return list(dict.fromkeys(event_types))
 
     async def create(self, project: str, request: WebhookEndpointCreate) -> WebhookEndpoint:
@@ -73,9 +83,15 @@ class WebhookService:
                 raise MissingParameter(field)
         now = int(time.time())
         endpoint = WebhookEndpoint(
-            id=new_endpoint_id(), project=project, name=self._name(request.name), url=await self._url(request.url),
-            event_types=self._event_types(request.event_types), secret=new_secret(), status="enabled",
-            created_at=now, updated_at=now,
+            id=new_endpoint_id(),
+            project=project,
+            name=self._name(request.name),
+            url=await self._url(request.url),
+            event_types=self._event_types(request.event_types),
+            secret=new_secret(),
+            status="enabled",
+            created_at=now,
+            updated_at=now,
         )
         return await self.repo.add_endpoint(endpoint)
 
@@ -109,8 +125,9 @@ class WebhookService:
                 endpoint.event_types, changed = event_types, True
         if request.status is not None:
             if request.status not in ("enabled", "disabled"):
-                raise InvalidRequest("Invalid 'status': expected 'enabled' or 'disabled'.", param="status",
-                                     code="invalid_value")
+                raise InvalidRequest(
+                    "Invalid 'status': expected 'enabled' or 'disabled'.", param="status", code="invalid_value"
+                )
             if request.status != endpoint.status:
                 endpoint.status, changed = request.status, True
                 endpoint.disabled_reason = None if request.status == "enabled" else "Disabled by its owner."
@@ -127,8 +144,11 @@ class WebhookService:
 
     async def rotate_secret(self, project: str, endpoint_id: str, keep_old: object) -> WebhookEndpoint:
         if keep_old is not None and not isinstance(keep_old, bool):
-            raise InvalidRequest("Invalid 'keep_old_secret_active_for_24_hours': expected a boolean.",
-                                 param="keep_old_secret_active_for_24_hours", code="invalid_type")
+            raise InvalidRequest(
+                "Invalid 'keep_old_secret_active_for_24_hours': expected a boolean.",
+                param="keep_old_secret_active_for_24_hours",
+                code="invalid_type",
+            )
         endpoint = await self.get(project, endpoint_id)
         now = int(time.time())
         endpoint.previous_secret = endpoint.secret if keep_old else None
@@ -139,15 +159,19 @@ class WebhookService:
         return endpoint
 
 
-async def send_test_event(db: Database, settings: Settings, project: str, endpoint_id: str,
-                          event_type: object) -> AttemptResult:
+async def send_test_event(
+    db: Database, settings: Settings, project: str, endpoint_id: str, event_type: object
+) -> AttemptResult:
     """POST a sample event now (not through the outbox) and return the receiver's answer. Reads
     the endpoint in its own short read session: no transaction stays open across the request."""
     if event_type is None:
         raise MissingParameter("event_type")
     if event_type not in BATCH_EVENT_TYPES:
-        raise InvalidRequest("Invalid 'event_type': expected one of " + ", ".join(BATCH_EVENT_TYPES) + ".",
-                             param="event_type", code="invalid_value")
+        raise InvalidRequest(
+            "Invalid 'event_type': expected one of " + ", ".join(BATCH_EVENT_TYPES) + ".",
+            param="event_type",
+            code="invalid_value",
+        )
     async with db.read() as session:
         endpoint = await WebhookService(session, settings).get(project, endpoint_id)
     event_id, now = new_event_id(), int(time.time())
@@ -156,6 +180,7 @@ async def send_test_event(db: Database, settings: Settings, project: str, endpoi
     async with httpx.AsyncClient(timeout=settings.webhook_timeout_seconds) as client:
         result = await send_once(client, settings, endpoint.url, secrets, event_id, body)
     if result.status_code is None:
-        raise InvalidRequest(f"The test event could not be delivered: {result.error}", param="url",
-                             code="webhook_unreachable")
+        raise InvalidRequest(
+            f"The test event could not be delivered: {result.error}", param="url", code="webhook_unreachable"
+        )
     return result

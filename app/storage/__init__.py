@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.config import Settings
+from app.core.config import Settings
 from app.storage.base import BlobStore, BlobWriter
 from app.storage.local import LocalBlobStore
 

@@ -89,8 +89,9 @@ class S3BlobWriter:
             self._upload_id = reply["UploadId"]
         body, number = bytes(self._buffer), len(self._parts) + 1
         self._buffer.clear()
-        reply = await s3.upload_part(Bucket=self.store.bucket, Key=self._upload_key, UploadId=self._upload_id,
-                                     PartNumber=number, Body=body)
+        reply = await s3.upload_part(
+            Bucket=self.store.bucket, Key=self._upload_key, UploadId=self._upload_id, PartNumber=number, Body=body
+        )
         self._parts.append({"PartNumber": number, "ETag": reply["ETag"]})
 
     async def finish(self, final_key: str) -> None:
@@ -103,13 +104,15 @@ class S3BlobWriter:
             return
         if self._buffer:
             await self._send_part()
-        await s3.complete_multipart_upload(Bucket=bucket, Key=self._upload_key, UploadId=self._upload_id,
-                                           MultipartUpload={"Parts": self._parts})
+        await s3.complete_multipart_upload(
+            Bucket=bucket, Key=self._upload_key, UploadId=self._upload_id, MultipartUpload={"Parts": self._parts}
+        )
         self._upload_id = None
         if self._upload_key != final_key:
             try:
-                await s3.copy_object(Bucket=bucket, Key=final_key,
-                                     CopySource={"Bucket": bucket, "Key": self._upload_key})
+                await s3.copy_object(
+                    Bucket=bucket, Key=final_key, CopySource={"Bucket": bucket, "Key": self._upload_key}
+                )
             finally:
                 await s3.delete_object(Bucket=bucket, Key=self._upload_key)
 
@@ -121,11 +124,16 @@ class S3BlobWriter:
         s3 = await self.store.client()
         # Shielded: a client disconnect cancels the request task, and the abort must still run.
         try:
-            await asyncio.shield(s3.abort_multipart_upload(
-                Bucket=self.store.bucket, Key=self._upload_key, UploadId=upload_id))
+            await asyncio.shield(
+                s3.abort_multipart_upload(Bucket=self.store.bucket, Key=self._upload_key, UploadId=upload_id)
+            )
         except ClientError:
-            log.warning("could not abort multipart upload %s of %s; the temp sweep will",
-                        upload_id, self._upload_key, exc_info=True)
+            log.warning(
+                "could not abort multipart upload %s of %s; the temp sweep will",
+                upload_id,
+                self._upload_key,
+                exc_info=True,
+            )
 
 
 class S3BlobStore:
@@ -164,7 +172,8 @@ class S3BlobStore:
                     retries={"mode": "standard", "max_attempts": 5},
                 )
                 client = await stack.enter_async_context(
-                    get_session().create_client("s3", endpoint_url=self.endpoint_url, config=config))
+                    get_session().create_client("s3", endpoint_url=self.endpoint_url, config=config)
+                )
                 try:
                     await client.head_bucket(Bucket=self.bucket)
                 except ClientError as exc:
@@ -173,7 +182,8 @@ class S3BlobStore:
                     if _missing(exc) or exc.response.get("Error", {}).get("Code") == "NoSuchBucket":
                         raise RuntimeError(
                             f"S3 bucket {self.bucket!r} does not exist at {where}; create it first "
-                            f"(batchd does not create buckets)") from None
+                            f"(batchd does not create buckets)"
+                        ) from None
                     raise RuntimeError(f"S3 bucket {self.bucket!r} at {where} is not usable: {exc}") from None
                 self._stack, self._client = stack, client
         return self._client
@@ -244,8 +254,7 @@ class S3BlobStore:
         async for page in paginator.paginate(Bucket=self.bucket, Prefix=f"{self.prefix}/" if self.prefix else ""):
             for upload in page.get("Uploads", []):
                 if upload["Initiated"].timestamp() <= cutoff:
-                    await s3.abort_multipart_upload(Bucket=self.bucket, Key=upload["Key"],
-                                                    UploadId=upload["UploadId"])
+                    await s3.abort_multipart_upload(Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"])
                     removed += 1
         async for obj in self._objects(TEMP_DIR):
             if obj["LastModified"].timestamp() <= cutoff:

@@ -8,16 +8,17 @@ from __future__ import annotations
 import logging
 import time
 
+from app.core.faults import fault_point
 from app.db.maintenance import reclaim_checkpoint_space
 from app.db.models import TERMINAL_STATUSES, Batch
 from app.db.repositories.batches import BatchRepository, Claim
 from app.db.repositories.shards import ShardRepository
-from app.services.shards import cut_shards
-from app.services.validation import validate_input_file
-from app.worker.context import WorkerContext, fault_point
+from app.pipeline.shards import cut_shards
+from app.pipeline.validation import validate_input_file
+from app.services.webhook_outbox import enqueue_batch_event
+from app.worker.context import WorkerContext
 from app.worker.finalize import finalize
 from app.worker.leases import holding_lease
-from app.webhooks.outbox import enqueue_batch_event
 
 log = logging.getLogger("batchd.worker")
 
@@ -32,8 +33,7 @@ class BatchRun:
             return await BatchRepository(session).load(self.claim.batch_id)
 
     async def run(self) -> None:
-        async with holding_lease(self._renew, self._release, self.ctx.settings.lease_seconds / 3,
-                                 self.claim.batch_id):
+        async with holding_lease(self._renew, self._release, self.ctx.settings.lease_seconds / 3, self.claim.batch_id):
             await self._drive()
 
     async def _renew(self) -> None:
@@ -88,12 +88,22 @@ class BatchRun:
         async with self.ctx.db.write() as session:
             if result.errors:
                 if await BatchRepository(session).transition(
-                        self.claim, ("validating",), status="failed", failed_at=now, errors=result.errors,
-                        model=result.model):
+                    self.claim,
+                    ("validating",),
+                    status="failed",
+                    failed_at=now,
+                    errors=result.errors,
+                    model=result.model,
+                ):
                     await enqueue_batch_event(session, batch.id, batch.project, "batch.failed")
             elif await BatchRepository(session).transition(
-                    self.claim, ("validating",), status="in_progress", in_progress_at=now, total=result.total,
-                    model=result.model):
+                self.claim,
+                ("validating",),
+                status="in_progress",
+                in_progress_at=now,
+                total=result.total,
+                model=result.model,
+            ):
                 await ShardRepository(session).add_all(batch.id, result.shards.spans())
 
     async def _finish_running(self, batch: Batch) -> bool:
@@ -102,10 +112,13 @@ class BatchRun:
         async with self.ctx.db.read() as session:
             has_shards = await ShardRepository(session).count(batch.id) > 0
         if not has_shards:
-            spans = await cut_shards(self.ctx.store.read(batch.project, batch.input_file_id),
-                                     self.ctx.settings.shard_lines)
+            spans = await cut_shards(
+                self.ctx.store.read(batch.project, batch.input_file_id), self.ctx.settings.shard_lines
+            )
             async with self.ctx.db.write() as session:
-                if await BatchRepository(session).transition(self.claim, ("in_progress",), in_progress_at=batch.in_progress_at):
+                if await BatchRepository(session).transition(
+                    self.claim, ("in_progress",), in_progress_at=batch.in_progress_at
+                ):
                     await ShardRepository(session).add_all(batch.id, spans)
             return False
         async with self.ctx.db.write() as session:

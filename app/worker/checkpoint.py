@@ -10,8 +10,8 @@ import asyncio
 from app.db.engine import Database
 from app.db.repositories.batches import LineRow
 from app.db.repositories.shards import ShardClaim, ShardRepository
-from app.worker.executor import LineOutcome
-from app.worker.lines import dumps
+from app.pipeline.executor import LineOutcome
+from app.pipeline.lines import dumps
 
 FLUSH_ROWS = 256
 
@@ -25,10 +25,17 @@ class Checkpoint:
 
     async def add(self, outcome: LineOutcome) -> None:
         u = outcome.usage
-        self._buffer.append(LineRow(
-            outcome.line_no, outcome.ok, dumps(outcome.record),
-            u.input_tokens, u.cached_tokens, u.output_tokens, u.reasoning_tokens,
-        ))
+        self._buffer.append(
+            LineRow(
+                outcome.line_no,
+                outcome.ok,
+                dumps(outcome.record),
+                u.input_tokens,
+                u.cached_tokens,
+                u.output_tokens,
+                u.reasoning_tokens,
+            )
+        )
         if len(self._buffer) >= FLUSH_ROWS:
             await self.flush()
 

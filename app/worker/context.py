@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.config import Settings
+from app.core.config import Settings
 from app.db.engine import Database
+from app.pipeline.fair_gate import FairGate
 from app.storage.base import BlobStore
-from app.worker.fair_gate import FairGate
 
 
 @dataclass
@@ -38,12 +36,3 @@ class WorkerContext:
     @property
     def data_dir(self) -> Path:
         return self.settings.data_dir
-
-
-async def fault_point(name: str, data_dir: Path) -> None:
-    """Test-only: with BATCHD_TEST_FAULT=<name>, stop here (marker file written) so a test can
-    SIGKILL the process at a known point. Does nothing otherwise."""
-    if os.environ.get("BATCHD_TEST_FAULT") != name:
-        return
-    (data_dir / f"fault-{name}").touch()
-    await asyncio.Event().wait()

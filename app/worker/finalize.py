@@ -12,15 +12,16 @@ import hashlib
 import time
 from dataclasses import dataclass
 
+from app.core.faults import fault_point
+from app.core.purposes import OUTPUT_PURPOSE
 from app.db.models import Batch, File
 from app.db.repositories.batches import BatchRepository, Claim
 from app.db.repositories.files import FileRepository
-from app.schemas.files import OUTPUT_PURPOSE
-from app.services.jsonl import split_lines
+from app.pipeline.jsonl import split_lines
+from app.pipeline.lines import CANCELLED_MESSAGE, EXPIRED_MESSAGE, custom_id_of, dumps, error_line
+from app.services.webhook_outbox import enqueue_batch_event
 from app.storage.base import BlobWriter
-from app.webhooks.outbox import enqueue_batch_event
-from app.worker.context import WorkerContext, fault_point
-from app.worker.lines import CANCELLED_MESSAGE, EXPIRED_MESSAGE, custom_id_of, dumps, error_line
+from app.worker.context import WorkerContext
 
 OUTPUT_TTL_SECONDS = 30 * 24 * 3600
 # terminal status -> (statuses it may come from, code and message for lines that never ran)
@@ -44,8 +45,10 @@ class _Assembled:
 
 async def _assemble(ctx: WorkerContext, batch: Batch, code: str, message: str) -> _Assembled:
     # Named up front: on S3 each file streams straight to its final key (no copy at commit).
-    out = _Assembled(ctx.store.new_writer(batch.project, result_file_id(batch.id, "output")),
-                     ctx.store.new_writer(batch.project, result_file_id(batch.id, "error")))
+    out = _Assembled(
+        ctx.store.new_writer(batch.project, result_file_id(batch.id, "output")),
+        ctx.store.new_writer(batch.project, result_file_id(batch.id, "error")),
+    )
     try:
         async with ctx.db.read() as session:
             rows = BatchRepository(session).stream_lines(batch.id)
@@ -77,9 +80,15 @@ async def _commit_file(ctx: WorkerContext, batch: Batch, writer: BlobWriter, kin
     file_id = result_file_id(batch.id, kind)
     await ctx.store.commit(writer, batch.project, file_id)
     return File(
-        id=file_id, project=batch.project, filename=f"{batch.id}_{kind}.jsonl", purpose=OUTPUT_PURPOSE,
-        bytes=writer.size, created_at=now, expires_at=now + (batch.output_expires_after or OUTPUT_TTL_SECONDS),
-        status="processed", sha256=writer.sha256,
+        id=file_id,
+        project=batch.project,
+        filename=f"{batch.id}_{kind}.jsonl",
+        purpose=OUTPUT_PURPOSE,
+        bytes=writer.size,
+        created_at=now,
+        expires_at=now + (batch.output_expires_after or OUTPUT_TTL_SECONDS),
+        status="processed",
+        sha256=writer.sha256,
     )
 
 
@@ -101,7 +110,8 @@ async def finalize(ctx: WorkerContext, claim: Claim, batch: Batch, ending: str) 
     by_kind = {f.filename.rsplit("_", 1)[1].removesuffix(".jsonl"): f.id for f in files}
     async with ctx.db.write() as session:
         moved = await BatchRepository(session).transition(
-            claim, from_statuses,
+            claim,
+            from_statuses,
             status=ending,
             **{f"{ending}_at": now},
             output_file_id=by_kind.get("output"),

@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from contextlib import suppress
 
+from app.core.metrics import record_lease_takeover
 from app.db.repositories.batches import BatchRepository, Claim
 from app.db.repositories.shards import ShardClaim, ShardRepository
 from app.worker.batch_run import BatchRun
@@ -77,9 +78,12 @@ class Worker:
 
     async def _claim_batch(self) -> Claim | None:
         async with self.ctx.db.write() as session:
-            return await BatchRepository(session).claim(
+            claim = await BatchRepository(session).claim(
                 self.ctx.owner, time.time(), self.ctx.settings.lease_seconds, [*self._batches, *self._backing_off()]
             )
+        if claim is not None and claim.taken_over:
+            record_lease_takeover()
+        return claim
 
     async def _claim_shard(self) -> ShardClaim | None:
         """Prefer a batch this replica runs nothing of yet, then one it runs fewer than
@@ -97,9 +101,11 @@ class Worker:
         for skip, resumed_only in tiers:
             async with self.ctx.db.write() as session:
                 claim = await ShardRepository(session).claim(
-                    self.ctx.owner, time.time(), self.ctx.settings.lease_seconds, skip + backing_off, resumed_only)
+                    self.ctx.owner, time.time(), self.ctx.settings.lease_seconds, skip + backing_off, resumed_only
+                )
             if claim is not None:
                 if claim.taken_over:
+                    record_lease_takeover()
                     log.info("took over %s shard %d from an expired lease", claim.batch_id, claim.shard_no)
                 return claim
         return None

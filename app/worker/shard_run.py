@@ -13,13 +13,13 @@ from contextlib import suppress
 from app.db.models import Batch
 from app.db.repositories.batches import BatchRepository
 from app.db.repositories.shards import ShardClaim, ShardRepository
-from app.services.jsonl import split_lines
+from app.pipeline.executor import LineExecutor
+from app.pipeline.jsonl import split_lines
+from app.pipeline.lines import InputLine, parse_input_line
+from app.pipeline.ordering import grouped_by_prefix
 from app.worker.checkpoint import Checkpoint
 from app.worker.context import WorkerContext
-from app.worker.executor import LineExecutor
 from app.worker.leases import holding_lease
-from app.worker.lines import InputLine, parse_input_line
-from app.worker.ordering import grouped_by_prefix
 
 log = logging.getLogger("batchd.worker")
 

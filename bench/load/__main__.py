@@ -34,8 +34,8 @@ import asyncpg
 import httpx
 import psutil
 
-from bench.load.profile import Profiler
 from bench.load.harness import LoadConfig, percentiles, run_load
+from bench.load.profile import Profiler
 from bench.load.report import markdown, write_chart
 from bench.load.verify import verify
 from bench.machine import machine_info
@@ -55,28 +55,49 @@ PG_ADMIN = os.environ.get("BATCHD_BENCH_POSTGRES_DSN", "postgresql://postgres@12
 class Server:
     """`batchd serve` with the built-in models on a free port, in its own process group."""
 
-    def __init__(self, work: Path, database_url: str | None, enforce_eager: bool = False, *,
-                 extra_args: tuple[str, ...] = (), niceness: int = 0, name: str = "server",
-                 extra_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        work: Path,
+        database_url: str | None,
+        enforce_eager: bool = False,
+        *,
+        extra_args: tuple[str, ...] = (),
+        niceness: int = 0,
+        name: str = "server",
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             self.port = sock.getsockname()[1]
-        cmd = [str(Path(sys.executable).with_name("batchd")), "serve", "--port", str(self.port),
-               "--data-dir", str(work / "data")]
+        cmd = [
+            str(Path(sys.executable).with_name("batchd")),
+            "serve",
+            "--port",
+            str(self.port),
+            "--data-dir",
+            str(work / "data"),
+        ]
         if database_url:
             cmd += ["--database-url", database_url]
         if enforce_eager:  # no torch.compile: the engines start minutes sooner on a busy machine
             config = work / "models.json"
-            config.write_text(json.dumps({"models": {name: {"engine_args": {"enforce_eager": True}}
-                                                     for name in BUILT_IN_MODELS}}))
+            config.write_text(
+                json.dumps({"models": {name: {"engine_args": {"enforce_eager": True}} for name in BUILT_IN_MODELS}})
+            )
             cmd += [arg for model in BUILT_IN_MODELS for arg in ("--model", model)] + ["--config", str(config)]
         cmd += list(extra_args)
         env = {**os.environ, "BATCHD_API_KEYS": f"{API_KEY}=load", "BATCHD_LOG_LEVEL": "warning", **(extra_env or {})}
         self.log = (work / f"{name}.log").open("wb")
         # A process group of its own but not a session: the kernel schedules each session as one
         # group (autogroup), where a niceness counts only against the session's other processes.
-        self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT, process_group=0,
-                                     preexec_fn=(lambda: os.nice(niceness)) if niceness else None)
+        self.proc = subprocess.Popen(
+            cmd,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            process_group=0,
+            preexec_fn=(lambda: os.nice(niceness)) if niceness else None,
+        )
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
 
     def wait_healthy(self, timeout: float = 1800) -> None:
@@ -117,9 +138,17 @@ class CpuMeter:
                 with contextlib.suppress(psutil.NoSuchProcess):
                     engines += busy(child.cpu_times())
         machine = psutil.cpu_times()
-        return {"api": busy(self.server.cpu_times()), "engines": engines, "clients": busy(psutil.Process().cpu_times()),
-                "machine": machine.user + machine.system + machine.nice + getattr(machine, "irq", 0)
-                + getattr(machine, "softirq", 0), "wall": time.monotonic()}
+        return {
+            "api": busy(self.server.cpu_times()),
+            "engines": engines,
+            "clients": busy(psutil.Process().cpu_times()),
+            "machine": machine.user
+            + machine.system
+            + machine.nice
+            + getattr(machine, "irq", 0)
+            + getattr(machine, "softirq", 0),
+            "wall": time.monotonic(),
+        }
 
     def stop(self) -> dict[str, float]:
         end = self._sample()
@@ -163,15 +192,27 @@ def run_backend(backend: str, layout: str, config: LoadConfig, work: Path, enfor
         cpu = CpuMeter(server.proc.pid, worker.proc.pid if worker else None)
         # Sample the middle of the run, when the engine is saturated.
         profiler = Profiler(server.proc.pid, int(config.duration_s / 2), run_dir / "api-profile.txt")
-        probe = subprocess.Popen([sys.executable, "-m", "bench.load.probe", server.base_url, API_KEY,
-                                  str(config.duration_s - PROBE_STARTUP_S)], stdout=subprocess.PIPE, text=True)
+        probe = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bench.load.probe",
+                server.base_url,
+                API_KEY,
+                str(config.duration_s - PROBE_STARTUP_S),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         stats = asyncio.run(run_load(server.base_url, API_KEY, config))
         probe_ms = json.loads(probe.communicate(timeout=120)[0])
         cpu_seconds = cpu.stop()
         profile = profiler.summary()
         load_after = os.getloadavg()
-        log(f"[{label}] load done: {sum(len(v) for v in stats.latencies.values())} calls, "
-            f"{len(stats.errors)} errors; verifying ...")
+        log(
+            f"[{label}] load done: {sum(len(v) for v in stats.latencies.values())} calls, "
+            f"{len(stats.errors)} errors; verifying ..."
+        )
         checked = asyncio.run(verify(server.base_url, API_KEY, stats))
     finally:
         for process in filter(None, (worker, server)):
@@ -197,8 +238,9 @@ def run_backend(backend: str, layout: str, config: LoadConfig, work: Path, enfor
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.load", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.load", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--layouts", default="one", help=f"a comma-separated list of {', '.join(LAYOUTS)}")
     parser.add_argument("--clients", type=int, default=50)
@@ -214,10 +256,15 @@ def main(argv: list[str] | None = None) -> int:
     layouts = [layout.strip() for layout in args.layouts.split(",") if layout.strip()]
     if unknown := set(layouts) - set(LAYOUTS):
         parser.error(f"unknown layout(s): {', '.join(sorted(unknown))}")
-    report = {"date": dt.date.today().isoformat(), "config": dataclasses.asdict(config), "machine": machine_info(),
-              "enforce_eager": args.enforce_eager,
-              "runs": [run_backend(backend, layout, config, work, args.enforce_eager)
-                       for backend in backends for layout in layouts]}
+    report = {
+        "date": dt.date.today().isoformat(),
+        "config": dataclasses.asdict(config),
+        "machine": machine_info(),
+        "enforce_eager": args.enforce_eager,
+        "runs": [
+            run_backend(backend, layout, config, work, args.enforce_eager) for backend in backends for layout in layouts
+        ],
+    }
     args.results_dir.mkdir(parents=True, exist_ok=True)
     base = args.results_dir / args.name
     base.with_suffix(".json").write_text(json.dumps(report, indent=1))

@@ -58,10 +58,20 @@ class Stats:
 
 
 def batch_input(rng: random.Random, tag: str, lines: int, max_tokens: int) -> bytes:
-    rows = [{"custom_id": f"{tag}-{i}", "method": "POST", "url": "/v1/chat/completions",
-             "body": {"model": CHAT_MODEL, "max_tokens": max_tokens, "temperature": 0,
-                      "messages": [{"role": "user", "content": f"Tell me about {rng.randrange(10**6)}"}]}}
-            for i in range(lines)]
+    rows = [
+        {
+            "custom_id": f"{tag}-{i}",
+            "method": "POST",
+            "url": "/v1/chat/completions",
+            "body": {
+                "model": CHAT_MODEL,
+                "max_tokens": max_tokens,
+                "temperature": 0,
+                "messages": [{"role": "user", "content": f"Tell me about {rng.randrange(10**6)}"}],
+            },
+        }
+        for i in range(lines)
+    ]
     return b"".join(json.dumps(row).encode() + b"\n" for row in rows)
 
 
@@ -128,9 +138,17 @@ class Client:
 
     async def op_uploads_chunked(self, op: str) -> None:
         data = batch_input(self.rng, f"c{self.index}u{self.calls}", self.config.lines_per_batch, self.config.max_tokens)
-        upload = await self._call(op, lambda: self.api.uploads.upload_file_chunked(
-            file=data, filename="parts.jsonl", bytes=len(data), mime_type="text/jsonl", purpose="batch",
-            part_size=len(data) // 3 + 1))
+        upload = await self._call(
+            op,
+            lambda: self.api.uploads.upload_file_chunked(
+                file=data,
+                filename="parts.jsonl",
+                bytes=len(data),
+                mime_type="text/jsonl",
+                purpose="batch",
+                part_size=len(data) // 3 + 1,
+            ),
+        )
         if upload is not None:
             self.stats.files[upload.file.id] = hashlib.sha256(data).hexdigest()
             self.files.append(upload.file.id)
@@ -153,8 +171,12 @@ class Client:
         if not self.batch_files:
             return await self.op_files_create("files.create")
         file_id = self.batch_files.pop(0)
-        batch = await self._call(op, lambda: self.api.batches.create(
-            input_file_id=file_id, endpoint="/v1/chat/completions", completion_window="24h"))
+        batch = await self._call(
+            op,
+            lambda: self.api.batches.create(
+                input_file_id=file_id, endpoint="/v1/chat/completions", completion_window="24h"
+            ),
+        )
         if batch is not None:
             self.stats.batches[batch.id] = self.config.lines_per_batch
             self.batches.append(batch.id)

@@ -22,8 +22,12 @@ INTERVAL_S = 0.05
 
 def main(base_url: str, api_key: str, seconds: float) -> list[float]:
     client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=60)
-    line = {"custom_id": "probe", "method": "POST", "url": "/v1/chat/completions",
-            "body": {"model": "batchd-tiny-chat", "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}}
+    line = {
+        "custom_id": "probe",
+        "method": "POST",
+        "url": "/v1/chat/completions",
+        "body": {"model": "batchd-tiny-chat", "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]},
+    }
     file = client.files.create(file=("probe.jsonl", json.dumps(line).encode() + b"\n"), purpose="batch")
     batch = client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions", completion_window="24h")
     latencies: list[float] = []

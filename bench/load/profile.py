@@ -15,9 +15,23 @@ class Profiler:
         self.out = out
         py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
         self.proc = subprocess.Popen(
-            [py_spy, "record", "--pid", str(pid), "--duration", str(seconds), "--rate", "50", "--nonblocking",
-             "--format", "raw", "--output", str(out)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                py_spy,
+                "record",
+                "--pid",
+                str(pid),
+                "--duration",
+                str(seconds),
+                "--rate",
+                "50",
+                "--nonblocking",
+                "--format",
+                "raw",
+                "--output",
+                str(out),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
 
     def summary(self, top: int = 12) -> dict:
@@ -44,6 +58,8 @@ class Profiler:
             files[path.split("site-packages/")[-1].split("/wt/uploads/")[-1]] += n
         if not total:
             return {}
-        return {"samples": total,
-                "leaf_functions": [(name, round(100 * n / total, 1)) for name, n in leaves.most_common(top)],
-                "files": [(name, round(100 * n / total, 1)) for name, n in files.most_common(top)]}
+        return {
+            "samples": total,
+            "leaf_functions": [(name, round(100 * n / total, 1)) for name, n in leaves.most_common(top)],
+            "files": [(name, round(100 * n / total, 1)) for name, n in files.most_common(top)],
+        }

@@ -5,11 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 RETRIEVE_P99_TARGET_MS = 250.0
-SPLIT_LAYOUT = ("Split layout: the clients talk to a `batchd serve --api-only` replica (no engines, no worker); "
-                "a full replica at niceness {} runs the batches on the same database and data dir. "
-                "Engine processes below include that replica's own process.")
-UNNICED_LAYOUT = ("Engines unniced: one `batchd serve` with its engine processes at the API's niceness "
-                  "(`BATCHD_ENGINE_NICENESS=0`, as before 2026-11-24); `one` below is the default (engines at +10).")
+SPLIT_LAYOUT = (
+    "Split layout: the clients talk to a `batchd serve --api-only` replica (no engines, no worker); "
+    "a full replica at niceness {} runs the batches on the same database and data dir. "
+    "Engine processes below include that replica's own process."
+)
+UNNICED_LAYOUT = (
+    "Engines unniced: one `batchd serve` with its engine processes at the API's niceness "
+    "(`BATCHD_ENGINE_NICENESS=0`, as before 2026-11-24); `one` below is the default (engines at +10)."
+)
 LAYOUT_NOTES = {"split": SPLIT_LAYOUT, "one-unniced": UNNICED_LAYOUT}
 
 
@@ -21,16 +25,23 @@ def _cpu_line(cpu: dict | None) -> str:
     if not cpu:
         return ""
     other = cpu["machine"] - cpu["api"] - cpu["engines"] - cpu["clients"]
-    return (f"CPU seconds during the load ({cpu['available']:.0f} available on all CPUs): API process "
-            f"{cpu['api']:.0f}, engine processes {cpu['engines']:.0f}, load clients {cpu['clients']:.0f}, "
-            f"everything else on the machine (other users' tests) {other:.0f}; busy in total {cpu['machine']:.0f}.")
+    return (
+        f"CPU seconds during the load ({cpu['available']:.0f} available on all CPUs): API process "
+        f"{cpu['api']:.0f}, engine processes {cpu['engines']:.0f}, load clients {cpu['clients']:.0f}, "
+        f"everything else on the machine (other users' tests) {other:.0f}; busy in total {cpu['machine']:.0f}."
+    )
 
 
 def _profile_lines(profile: dict | None) -> list[str]:
     if not profile:
         return []
-    rows = [f"API process sampled with py-spy ({profile['samples']} samples while busy, 50 per second "
-            "over half the run); where its samples end, by file:", "", "| file | share of samples |", "|---|---:|"]
+    rows = [
+        f"API process sampled with py-spy ({profile['samples']} samples while busy, 50 per second "
+        "over half the run); where its samples end, by file:",
+        "",
+        "| file | share of samples |",
+        "|---|---:|",
+    ]
     rows += [f"| `{name}` | {share:.1f}% |" for name, share in profile["files"]]
     return rows + [""]
 
@@ -59,7 +70,11 @@ def markdown(report: dict, chart_name: str) -> str:
         out += [
             f"## {run['backend']}",
             "",
-            *([LAYOUT_NOTES[run["layout"]].format(run["worker_niceness"]), ""] if run.get("layout") in LAYOUT_NOTES else []),
+            *(
+                [LAYOUT_NOTES[run["layout"]].format(run["worker_niceness"]), ""]
+                if run.get("layout") in LAYOUT_NOTES
+                else []
+            ),
             f"Load average (1/5/15 min) before: {run['loadavg_before']}, after: {run['loadavg_after']}.",
             "",
             _cpu_line(run.get("cpu_seconds")),
@@ -69,12 +84,16 @@ def markdown(report: dict, chart_name: str) -> str:
             "|---|---:|---:|---:|---:|---:|---:|",
         ]
         for op, p in run["operations"].items():
-            out.append(f"| {op} | {p['n']} | {_ms(p['p50'])} | {_ms(p['p95'])} | {_ms(p['p99'])} | {_ms(p['max'])} "
-                       f"| {run['retried_503'].get(op, 0)} |")
+            out.append(
+                f"| {op} | {p['n']} | {_ms(p['p50'])} | {_ms(p['p95'])} | {_ms(p['p99'])} | {_ms(p['max'])} "
+                f"| {run['retried_503'].get(op, 0)} |"
+            )
         probe = run.get("probe_retrieve")
         if probe and probe["n"]:
-            out.append(f"| batches.retrieve, probe (one client, own process, 20 calls/s) | {probe['n']} "
-                       f"| {_ms(probe['p50'])} | {_ms(probe['p95'])} | {_ms(probe['p99'])} | {_ms(probe['max'])} | 0 |")
+            out.append(
+                f"| batches.retrieve, probe (one client, own process, 20 calls/s) | {probe['n']} "
+                f"| {_ms(probe['p50'])} | {_ms(probe['p95'])} | {_ms(probe['p99'])} | {_ms(probe['max'])} | 0 |"
+            )
         out += [
             "",
             f"- Errors (anything but a retried 503 + Retry-After): **{len(run['errors'])}**"
@@ -100,22 +119,28 @@ def write_chart(report: dict, path: Path) -> None:
     cols = min(3, len(runs))  # one row per backend when three layouts ran
     rows = -(-len(runs) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(7 * cols, 4.8 * rows), squeeze=False)
-    for ax in axes.flat[len(runs):]:
+    for ax in axes.flat[len(runs) :]:
         ax.set_visible(False)
-    for ax, run in zip(axes.flat, runs):
+    for ax, run in zip(axes.flat, runs, strict=False):
         ops = list(run["operations"])
         width = 0.27
         for k, (key, label) in enumerate((("p50", "p50"), ("p95", "p95"), ("p99", "p99"))):
             values = [run["operations"][op][key] or 0 for op in ops]
             ax.bar([i + (k - 1) * width for i in range(len(ops))], values, width, label=label)
-        ax.axhline(RETRIEVE_P99_TARGET_MS, color="red", linestyle="--", linewidth=1,
-                   label=f"{RETRIEVE_P99_TARGET_MS:.0f} ms (retrieve p99 target)")
+        ax.axhline(
+            RETRIEVE_P99_TARGET_MS,
+            color="red",
+            linestyle="--",
+            linewidth=1,
+            label=f"{RETRIEVE_P99_TARGET_MS:.0f} ms (retrieve p99 target)",
+        )
         ax.set_yscale("log")
         ax.set_xticks(range(len(ops)))
         ax.set_xticklabels(ops, rotation=35, ha="right", fontsize=8)
         ax.set_ylabel("latency, ms (log)")
-        ax.set_title(f"{run['backend']}: {sum(p['n'] for p in run['operations'].values()):,} calls, "
-                     f"{len(run['errors'])} errors")
+        ax.set_title(
+            f"{run['backend']}: {sum(p['n'] for p in run['operations'].values()):,} calls, {len(run['errors'])} errors"
+        )
         ax.legend(fontsize=7)
     c = report["config"]
     fig.suptitle(f"batchd load test {report['date']}: {c['clients']} clients x {c['duration_s']:.0f} s")

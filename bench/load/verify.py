@@ -16,7 +16,6 @@ from bench.load.harness import Stats
 TERMINAL = {"completed", "failed", "expired", "cancelled"}
 
 
-
 async def _lines(api: openai.AsyncOpenAI, file_id: str | None) -> list[dict]:
     if file_id is None:
         return []
@@ -54,8 +53,9 @@ async def verify(base_url: str, api_key: str, stats: Stats, timeout_s: float = 9
             rows = await _lines(api, batch.output_file_id) + await _lines(api, batch.error_file_id)
         ids = sorted(row["custom_id"] for row in rows)
         if len(ids) != expected or len(set(ids)) != expected:
-            problems.append(f"{batch_id} ({batch.status}): {len(ids)} result lines, {len(set(ids))} distinct, "
-                            f"expected {expected}")
+            problems.append(
+                f"{batch_id} ({batch.status}): {len(ids)} result lines, {len(set(ids))} distinct, expected {expected}"
+            )
         counts = batch.request_counts
         if counts.total != expected or counts.completed + counts.failed != expected:
             problems.append(f"{batch_id} ({batch.status}): request_counts {counts}")
@@ -73,5 +73,10 @@ async def verify(base_url: str, api_key: str, stats: Stats, timeout_s: float = 9
     by_status: dict[str, int] = {}
     for status in statuses.values():
         by_status[status] = by_status.get(status, 0) + 1
-    return {"problems": problems, "batches": len(stats.batches), "batches_by_status": by_status,
-            "files_checked": len(stats.files), "drain_s": round(drain_s, 1)}
+    return {
+        "problems": problems,
+        "batches": len(stats.batches),
+        "batches_by_status": by_status,
+        "files_checked": len(stats.files),
+        "drain_s": round(drain_s, 1),
+    }

@@ -27,23 +27,35 @@ class LimitSystem:
 
     def run(self, spec: RunSpec) -> SystemRun:
         cmd = [
-            sys.executable, "-m", "bench.limit_runner",
-            "--engine", spec.engine.to_json(),
-            "--input", str(spec.input_path),
-            "--warmup", str(spec.warmup_path),
+            sys.executable,
+            "-m",
+            "bench.limit_runner",
+            "--engine",
+            spec.engine.to_json(),
+            "--input",
+            str(spec.input_path),
+            "--warmup",
+            str(spec.warmup_path),
         ]
         env = engine_env({"PYTHONPATH": _pythonpath()})
         done = run_logged(
-            cmd, spec.work_dir / "limit.log", env=env, cwd=REPO,
-            markers={"result": "^" + RESULT_PREFIX + "(.*)$"}, timeout=spec.timeout,
+            cmd,
+            spec.work_dir / "limit.log",
+            env=env,
+            cwd=REPO,
+            markers={"result": "^" + RESULT_PREFIX + "(.*)$"},
+            timeout=spec.timeout,
         )
         if done.returncode != 0 or "result" not in done.matches:
             return SystemRun.failed_run(self.name, spec.lines, done.failure())
         result = json.loads(done.matches["result"].group(1))
         return SystemRun(
-            self.name, spec.lines,
-            ok=result["ok"], failed=result["lines"] - result["ok"],
-            prompt_tokens=result["prompt_tokens"], output_tokens=result["output_tokens"],
+            self.name,
+            spec.lines,
+            ok=result["ok"],
+            failed=result["lines"] - result["ok"],
+            prompt_tokens=result["prompt_tokens"],
+            output_tokens=result["output_tokens"],
             wall_s=done.wall_s,
             processing_s=result["finished"] - result["started"],
             startup_s=result["engine_ready"] - done.spawned,

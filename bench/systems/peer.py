@@ -31,12 +31,22 @@ class PeerSystem:
     def run(self, spec: RunSpec) -> SystemRun:
         output = spec.work_dir / "peer-output.jsonl"
         cmd = [
-            sys.executable, "-m", "vllm.entrypoints.openai.run_batch",
-            "-i", str(spec.input_path), "-o", str(output), *spec.engine.vllm_flags(),
+            sys.executable,
+            "-m",
+            "vllm.entrypoints.openai.run_batch",
+            "-i",
+            str(spec.input_path),
+            "-o",
+            str(output),
+            *spec.engine.vllm_flags(),
         ]
         done = run_logged(
-            cmd, spec.work_dir / "peer.log", env=engine_env(), cwd=spec.work_dir,
-            markers={"start": PROCESSING_STARTS}, timeout=spec.timeout,
+            cmd,
+            spec.work_dir / "peer.log",
+            env=engine_env(),
+            cwd=spec.work_dir,
+            markers={"start": PROCESSING_STARTS},
+            timeout=spec.timeout,
         )
         if done.returncode != 0 or not output.exists():
             return SystemRun.failed_run(self.name, spec.lines, done.failure())

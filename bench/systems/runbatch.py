@@ -30,11 +30,12 @@ class RunBatchSystem:
     def unavailable_reason(self) -> str | None:
         if not BATCHD.exists():
             return f"{BATCHD} not found"
-        probe = subprocess.run(
-            [str(BATCHD), "run-batch", "--help"], capture_output=True, text=True, timeout=120
-        )
+        probe = subprocess.run([str(BATCHD), "run-batch", "--help"], capture_output=True, text=True, timeout=120)
         if probe.returncode != 0:
-            return "`batchd run-batch` is not available on this install: " + (probe.stderr.strip().splitlines() or ["?"])[-1]
+            return (
+                "`batchd run-batch` is not available on this install: "
+                + (probe.stderr.strip().splitlines() or ["?"])[-1]
+            )
         return None
 
     def run(self, spec: RunSpec) -> SystemRun:
@@ -42,15 +43,31 @@ class RunBatchSystem:
         config = spec.engine.write_batchd_config(spec.work_dir / "runbatch-models.yaml")
         engine = spec.engine
         cmd = [
-            str(BATCHD), "run-batch", "-i", str(spec.input_path), "-o", str(output),
-            "--model", engine.path, "--served-model-name", engine.served_name,
-            "--dtype", engine.dtype, "--max-model-len", str(engine.max_model_len),
-            "--config", str(config),
+            str(BATCHD),
+            "run-batch",
+            "-i",
+            str(spec.input_path),
+            "-o",
+            str(output),
+            "--model",
+            engine.path,
+            "--served-model-name",
+            engine.served_name,
+            "--dtype",
+            engine.dtype,
+            "--max-model-len",
+            str(engine.max_model_len),
+            "--config",
+            str(config),
         ]
         # cwd: anything it keeps in ./data lands in the run's directory.
         done = run_logged(
-            cmd, spec.work_dir / "runbatch.log", env=engine_env(), cwd=spec.work_dir,
-            markers={"summary": SUMMARY}, timeout=spec.timeout,
+            cmd,
+            spec.work_dir / "runbatch.log",
+            env=engine_env(),
+            cwd=spec.work_dir,
+            markers={"summary": SUMMARY},
+            timeout=spec.timeout,
         )
         if done.returncode != 0 or not output.exists():
             return SystemRun.failed_run(self.name, spec.lines, done.failure())

@@ -51,7 +51,8 @@ class ServerSystem:
             rss.stop()
             server.stop()
         run = SystemRun(
-            self.name, spec.lines,
+            self.name,
+            spec.lines,
             wall_s=measured["downloaded"] - spawned,
             processing_s=measured["completed"] - measured["created"],
             startup_s=healthy - spawned,

@@ -33,9 +33,15 @@ def upgrade() -> None:
         *[
             sa.Column(name, sa.BigInteger(), nullable=nullable)
             for name, nullable in [
-                ("created_at", False), ("expires_at", False), ("in_progress_at", True),
-                ("finalizing_at", True), ("completed_at", True), ("failed_at", True),
-                ("expired_at", True), ("cancelling_at", True), ("cancelled_at", True),
+                ("created_at", False),
+                ("expires_at", False),
+                ("in_progress_at", True),
+                ("finalizing_at", True),
+                ("completed_at", True),
+                ("failed_at", True),
+                ("expired_at", True),
+                ("cancelling_at", True),
+                ("cancelled_at", True),
             ]
         ],
         sa.Column("total", sa.Integer(), nullable=False),

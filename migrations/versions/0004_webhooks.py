@@ -62,10 +62,18 @@ def upgrade() -> None:
         sa.Column("last_error", sa.String(512), nullable=True),
         sa.Column("created_at", sa.BigInteger(), nullable=False),
         sa.Column("finished_at", sa.BigInteger(), nullable=True),
-        sa.ForeignKeyConstraint(["event_id"], ["webhook_events.id"],
-                                name=op.f("fk_webhook_deliveries_event_id_webhook_events"), ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["endpoint_id"], ["webhook_endpoints.id"],
-                                name=op.f("fk_webhook_deliveries_endpoint_id_webhook_endpoints"), ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["event_id"],
+            ["webhook_events.id"],
+            name=op.f("fk_webhook_deliveries_event_id_webhook_events"),
+            ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
+            ["endpoint_id"],
+            ["webhook_endpoints.id"],
+            name=op.f("fk_webhook_deliveries_endpoint_id_webhook_endpoints"),
+            ondelete="CASCADE",
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_webhook_deliveries")),
     )
     op.create_index("ix_webhook_deliveries_due", "webhook_deliveries", ["status", "next_attempt_at"])

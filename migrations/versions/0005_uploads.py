@@ -43,8 +43,9 @@ def upgrade() -> None:
         sa.Column("created_at", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint("seq", name=op.f("pk_upload_parts")),
         sa.UniqueConstraint("id", name=op.f("uq_upload_parts_id")),
-        sa.ForeignKeyConstraint(["upload_id"], ["uploads.id"], name=op.f("fk_upload_parts_upload_id_uploads"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["upload_id"], ["uploads.id"], name=op.f("fk_upload_parts_upload_id_uploads"), ondelete="CASCADE"
+        ),
     )
     op.create_index("ix_upload_parts_upload_id", "upload_parts", ["upload_id"])
 

@@ -85,8 +85,11 @@ def test_keys_list_and_revoke_take_effect_on_every_replica_within_a_second(start
         assert all(r[0].isdigit() and r[2].endswith("Z") for r in rows)
         assert key_one not in "\n".join(listed) and key_one[3:12] not in "\n".join(listed)
 
-        clients = {(s.port, k): openai.OpenAI(base_url=s.base_url, api_key=k, max_retries=0)
-                   for s in (first, second) for k in (key_one, key_two)}
+        clients = {
+            (s.port, k): openai.OpenAI(base_url=s.base_url, api_key=k, max_retries=0)
+            for s in (first, second)
+            for k in (key_one, key_two)
+        }
         # Both servers started in open mode; it ends within their 5 s key-count cache. Until then
         # any key (a revoked one too) is accepted, so wait for an unknown key to be refused.
         strangers = [openai.OpenAI(base_url=s.base_url, api_key="not-a-key", max_retries=0) for s in (first, second)]

@@ -10,10 +10,28 @@ import pytest
 from tests.support.batches import TERMINAL, chat_line, create, upload, wait_for
 
 BATCH_KEYS = {
-    "id", "object", "endpoint", "model", "errors", "input_file_id", "completion_window", "status",
-    "output_file_id", "error_file_id", "created_at", "in_progress_at", "expires_at", "finalizing_at",
-    "completed_at", "failed_at", "expired_at", "cancelling_at", "cancelled_at", "request_counts",
-    "usage", "metadata",
+    "id",
+    "object",
+    "endpoint",
+    "model",
+    "errors",
+    "input_file_id",
+    "completion_window",
+    "status",
+    "output_file_id",
+    "error_file_id",
+    "created_at",
+    "in_progress_at",
+    "expires_at",
+    "finalizing_at",
+    "completed_at",
+    "failed_at",
+    "expired_at",
+    "cancelling_at",
+    "cancelled_at",
+    "request_counts",
+    "usage",
+    "metadata",
 }
 
 
@@ -22,8 +40,13 @@ def test_create_returns_a_validating_batch_with_every_key(client, server):
     raw = httpx.post(
         f"{server.base_url}/batches",
         headers={"Authorization": "Bearer key-a"},
-        json={"input_file_id": file.id, "endpoint": "/v1/chat/completions", "completion_window": "24h",
-              "metadata": {"team": "x"}, "unknown_litellm_field": 1},
+        json={
+            "input_file_id": file.id,
+            "endpoint": "/v1/chat/completions",
+            "completion_window": "24h",
+            "metadata": {"team": "x"},
+            "unknown_litellm_field": 1,
+        },
     )
     assert raw.status_code == 200
     body = raw.json()
@@ -32,36 +55,82 @@ def test_create_returns_a_validating_batch_with_every_key(client, server):
     assert body["id"].startswith("batch_")
     assert body["expires_at"] - body["created_at"] == 24 * 3600
     assert body["request_counts"] == {"total": 0, "completed": 0, "failed": 0}
-    assert body["usage"] == {"input_tokens": 0, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 0,
-                             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 0}
+    assert body["usage"] == {
+        "input_tokens": 0,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 0,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 0,
+    }
     assert body["metadata"] == {"team": "x"}
     assert body["errors"] is None and body["output_file_id"] is None
     assert raw.headers["x-request-id"].startswith("req_")
 
-    strict = openai.OpenAI(base_url=server.base_url, api_key="key-a", max_retries=0,
-                           _strict_response_validation=True)
+    strict = openai.OpenAI(base_url=server.base_url, api_key="key-a", max_retries=0, _strict_response_validation=True)
     assert strict.batches.retrieve(body["id"]).id == body["id"]
 
 
 def test_parameter_errors_are_synchronous_400s(client):
     file = upload(client, [chat_line("a")])
     cases = [
-        ({"endpoint": "/v1/chat/completions", "completion_window": "24h"},
-         "input_file_id", "missing_required_parameter", "Missing required parameter: 'input_file_id'."),
+        (
+            {"endpoint": "/v1/chat/completions", "completion_window": "24h"},
+            "input_file_id",
+            "missing_required_parameter",
+            "Missing required parameter: 'input_file_id'.",
+        ),
         ({"input_file_id": file.id, "completion_window": "24h"}, "endpoint", "missing_required_parameter", None),
-        ({"input_file_id": file.id, "endpoint": "/v1/chat/completions"},
-         "completion_window", "missing_required_parameter", None),
-        ({"input_file_id": file.id, "endpoint": "/v1/moderations", "completion_window": "24h"},
-         "endpoint", "invalid_value", None),
-        ({"input_file_id": file.id, "endpoint": "/v1/chat/completions", "completion_window": "48h"},
-         "completion_window", "invalid_value", None),
-        ({"input_file_id": file.id, "endpoint": "/v1/chat/completions", "completion_window": "24h",
-          "metadata": {f"k{i}": "v" for i in range(17)}}, "metadata", "object_above_max_properties", None),
-        ({"input_file_id": file.id, "endpoint": "/v1/chat/completions", "completion_window": "24h",
-          "metadata": {"k": "v" * 513}}, "metadata.k", "string_above_max_length", None),
-        ({"input_file_id": file.id, "endpoint": "/v1/chat/completions", "completion_window": "24h",
-          "output_expires_after": {"anchor": "created_at", "seconds": 10}},
-         "output_expires_after.seconds", "invalid_value", None),
+        (
+            {"input_file_id": file.id, "endpoint": "/v1/chat/completions"},
+            "completion_window",
+            "missing_required_parameter",
+            None,
+        ),
+        (
+            {"input_file_id": file.id, "endpoint": "/v1/moderations", "completion_window": "24h"},
+            "endpoint",
+            "invalid_value",
+            None,
+        ),
+        (
+            {"input_file_id": file.id, "endpoint": "/v1/chat/completions", "completion_window": "48h"},
+            "completion_window",
+            "invalid_value",
+            None,
+        ),
+        (
+            {
+                "input_file_id": file.id,
+                "endpoint": "/v1/chat/completions",
+                "completion_window": "24h",
+                "metadata": {f"k{i}": "v" for i in range(17)},
+            },
+            "metadata",
+            "object_above_max_properties",
+            None,
+        ),
+        (
+            {
+                "input_file_id": file.id,
+                "endpoint": "/v1/chat/completions",
+                "completion_window": "24h",
+                "metadata": {"k": "v" * 513},
+            },
+            "metadata.k",
+            "string_above_max_length",
+            None,
+        ),
+        (
+            {
+                "input_file_id": file.id,
+                "endpoint": "/v1/chat/completions",
+                "completion_window": "24h",
+                "output_expires_after": {"anchor": "created_at", "seconds": 10},
+            },
+            "output_expires_after.seconds",
+            "invalid_value",
+            None,
+        ),
     ]
     for body, param, code, message in cases:
         with pytest.raises(openai.BadRequestError) as info:
@@ -105,8 +174,10 @@ def test_unknown_and_foreign_batches_are_404(client, client_b):
 def test_list_is_newest_first_and_paginates(server):
     lister = openai.OpenAI(base_url=server.base_url, api_key="key-batch-list", max_retries=0)
     file = upload(lister, [chat_line("a")])
-    ids = [lister.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions",
-                                 completion_window="24h").id for _ in range(7)]
+    ids = [
+        lister.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions", completion_window="24h").id
+        for _ in range(7)
+    ]
     assert [b.id for b in lister.batches.list(limit=3)] == ids[::-1]
     page = lister.batches.list(limit=3)
     assert len(page.data) == 3 and page.has_more
@@ -115,7 +186,8 @@ def test_list_is_newest_first_and_paginates(server):
     with pytest.raises(openai.BadRequestError) as info:
         lister.batches.list(limit=101)
     assert info.value.body["message"] == (
-        "Invalid 'limit': integer above maximum value. Expected a value <= 100, but got 101 instead.")
+        "Invalid 'limit': integer above maximum value. Expected a value <= 100, but got 101 instead."
+    )
     with pytest.raises(openai.BadRequestError):
         lister.batches.list(limit=0)
 

@@ -60,9 +60,7 @@ def test_binary_content_is_byte_identical_and_streamed_raw(client, server):
 
 
 def test_strict_client_accepts_every_object(server):
-    strict = openai.OpenAI(
-        base_url=server.base_url, api_key="key-a", max_retries=0, _strict_response_validation=True
-    )
+    strict = openai.OpenAI(base_url=server.base_url, api_key="key-a", max_retries=0, _strict_response_validation=True)
     file = strict.files.create(file=("s.jsonl", _jsonl()), purpose="batch")
     assert strict.files.retrieve(file.id).id == file.id
     assert any(f.id == file.id for f in strict.files.list(purpose="batch", limit=5))
@@ -155,15 +153,18 @@ def test_errors_use_openai_envelope_and_exception_classes(client, server):
     assert info.value.param == "order"
 
     missing_file = httpx.post(
-        f"{server.base_url}/files", data={"purpose": "batch"}, files={"other": ("x", b"1")},
+        f"{server.base_url}/files",
+        data={"purpose": "batch"},
+        files={"other": ("x", b"1")},
         headers={"Authorization": "Bearer key-a"},
     )
     assert missing_file.status_code == 400
     assert missing_file.json()["error"]["code"] == "missing_required_parameter"
     assert missing_file.json()["error"]["param"] == "file"
 
-    not_multipart = httpx.post(f"{server.base_url}/files", json={"purpose": "batch"},
-                               headers={"Authorization": "Bearer key-a"})
+    not_multipart = httpx.post(
+        f"{server.base_url}/files", json={"purpose": "batch"}, headers={"Authorization": "Bearer key-a"}
+    )
     assert not_multipart.status_code == 400
 
     unknown_route = httpx.get(f"{server.base_url}/nothing-here", headers={"Authorization": "Bearer key-a"})

@@ -10,8 +10,8 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from app.config import Settings
-from app.main import create_app
+from app.core.config import Settings
+from app.http.app import create_app
 
 # Bounded so the whole run (both backends) takes about a minute on this machine.
 EXAMPLES_PER_OPERATION = 25
@@ -24,8 +24,7 @@ schema = schemathesis.openapi.from_dict(DOCUMENT)
 
 
 @schema.parametrize()
-@settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None,
-          suppress_health_check=list(HealthCheck), derandomize=True)
+@settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 def test_every_operation_keeps_its_documented_contract(case, server):
     excluded = []
     if case.method == "POST" and case.path == "/v1/files":

@@ -21,18 +21,24 @@ def _assert_envelope(response: httpx.Response, status: int) -> dict:
 
 def test_completion_window_of_the_wrong_type_is_400_not_500(server):
     for window in ({}, [], ["24h"], 24):
-        response = httpx.post(f"{server.base_url}/batches", headers=AUTH, json={
-            "input_file_id": "0", "endpoint": "/v1/chat/completions", "completion_window": window})
+        response = httpx.post(
+            f"{server.base_url}/batches",
+            headers=AUTH,
+            json={"input_file_id": "0", "endpoint": "/v1/chat/completions", "completion_window": window},
+        )
         error = _assert_envelope(response, 400)
         assert error["param"] == "completion_window" and error["code"] == "invalid_value"
 
 
-@pytest.mark.parametrize(("method", "path", "allowed"), [
-    ("OPTIONS", "/v1/files", "GET, POST"),
-    ("PUT", "/v1/batches", "GET, POST"),
-    ("PATCH", "/v1/files/file-x", "DELETE, GET"),
-    ("TRACE", "/health", "GET"),
-])
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("OPTIONS", "/v1/files", "GET, POST"),
+        ("PUT", "/v1/batches", "GET, POST"),
+        ("PATCH", "/v1/files/file-x", "DELETE, GET"),
+        ("TRACE", "/health", "GET"),
+    ],
+)
 def test_405_lists_every_method_of_the_path_in_allow(server, method, path, allowed):
     response = httpx.request(method, _root(server) + path, headers=AUTH)
     _assert_envelope(response, 405)
@@ -41,16 +47,29 @@ def test_405_lists_every_method_of_the_path_in_allow(server, method, path, allow
 
 def test_integral_float_seconds_are_integers(server):
     """JSON Schema's `integer` includes 3600.0; the expiry fields accept it."""
-    created = httpx.post(f"{server.base_url}/files", headers=AUTH, files={"file": ("a.jsonl", b"{}\n")},
-                         data={"purpose": "batch", "expires_after[anchor]": "created_at",
-                               "expires_after[seconds]": "3600.0"})
+    created = httpx.post(
+        f"{server.base_url}/files",
+        headers=AUTH,
+        files={"file": ("a.jsonl", b"{}\n")},
+        data={"purpose": "batch", "expires_after[anchor]": "created_at", "expires_after[seconds]": "3600.0"},
+    )
     assert created.status_code == 200, created.text
     assert created.json()["expires_at"] - created.json()["created_at"] == 3600
-    half = httpx.post(f"{server.base_url}/files", headers=AUTH, files={"file": ("a.jsonl", b"{}\n")},
-                      data={"purpose": "batch", "expires_after[anchor]": "created_at",
-                            "expires_after[seconds]": "3600.5"})
+    half = httpx.post(
+        f"{server.base_url}/files",
+        headers=AUTH,
+        files={"file": ("a.jsonl", b"{}\n")},
+        data={"purpose": "batch", "expires_after[anchor]": "created_at", "expires_after[seconds]": "3600.5"},
+    )
     assert _assert_envelope(half, 400)["param"] == "expires_after.seconds"
-    batch = httpx.post(f"{server.base_url}/batches", headers=AUTH, json={
-        "input_file_id": created.json()["id"], "endpoint": "/v1/chat/completions", "completion_window": "24h",
-        "output_expires_after": {"anchor": "created_at", "seconds": 7200.0}})
+    batch = httpx.post(
+        f"{server.base_url}/batches",
+        headers=AUTH,
+        json={
+            "input_file_id": created.json()["id"],
+            "endpoint": "/v1/chat/completions",
+            "completion_window": "24h",
+            "output_expires_after": {"anchor": "created_at", "seconds": 7200.0},
+        },
+    )
     assert batch.status_code == 200, batch.text

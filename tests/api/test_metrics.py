@@ -47,8 +47,12 @@ def test_requests_uploads_batches_and_takeovers(metrics_server):
     assert wait_for(client, batch.id, timeout=60).status == "failed"
 
     # A batch whose worker died: its lease (owned elsewhere) expired, so this server takes it over.
-    db.execute(metrics_server, "UPDATE batches SET status = 'validating', failed_at = NULL, errors = NULL, "
-               "lease_owner = 'crashed-replica', lease_expires_at = 1 WHERE id = :id", id=batch.id)
+    db.execute(
+        metrics_server,
+        "UPDATE batches SET status = 'validating', failed_at = NULL, errors = NULL, "
+        "lease_owner = 'crashed-replica', lease_expires_at = 1 WHERE id = :id",
+        id=batch.id,
+    )
     assert wait_for(client, batch.id, timeout=60).status == "failed"
 
     after = scrape(metrics_server, TOKEN)
@@ -62,6 +66,7 @@ def test_requests_uploads_batches_and_takeovers(metrics_server):
     assert value(after, "batchd_batches", status="failed") == 1
     assert value(after, "batchd_batches", status="completed") == 0
     assert value(after, "batchd_lease_takeovers_total") == 1
-    text = httpx.get(metrics_server.base_url.removesuffix("/v1") + "/metrics",
-                     headers={"Authorization": f"Bearer {TOKEN}"}).text
+    text = httpx.get(
+        metrics_server.base_url.removesuffix("/v1") + "/metrics", headers={"Authorization": f"Bearer {TOKEN}"}
+    ).text
     assert file.id not in text and batch.id not in text and "file-nope" not in text

@@ -17,8 +17,14 @@ from tests.support import db
 
 @pytest.fixture(scope="module")
 def limited(start_server):
-    return start_server({"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_PROJECT_MAX_BYTES": "10000",
-                         "BATCHD_PROJECT_MAX_ACTIVE_BATCHES": "2", "BATCHD_MAX_JSON_BODY_BYTES": "4096"})
+    return start_server(
+        {
+            "BATCHD_API_KEYS": API_KEYS_ENV,
+            "BATCHD_PROJECT_MAX_BYTES": "10000",
+            "BATCHD_PROJECT_MAX_ACTIVE_BATCHES": "2",
+            "BATCHD_MAX_JSON_BODY_BYTES": "4096",
+        }
+    )
 
 
 def _client(server, key: str = "key-a") -> openai.OpenAI:
@@ -44,15 +50,22 @@ def test_stored_bytes_limit_is_429_and_stores_nothing(limited):
 
 def _as_if_running_elsewhere(server, batch_id: str) -> None:
     """Another replica holds the batch, running: this server's worker leaves it alone."""
-    db.execute(server, "UPDATE batches SET status = 'in_progress', lease_owner = 'elsewhere', "
-               "lease_expires_at = :far, fence = fence + 1 WHERE id = :id", far=time.time() + 3600, id=batch_id)
+    db.execute(
+        server,
+        "UPDATE batches SET status = 'in_progress', lease_owner = 'elsewhere', "
+        "lease_expires_at = :far, fence = fence + 1 WHERE id = :id",
+        far=time.time() + 3600,
+        id=batch_id,
+    )
 
 
 def test_active_batch_limit_is_429_until_one_ends(limited):
     client = _client(limited, "key-list")
     file = client.files.create(file=("in.jsonl", b"{}\n"), purpose="batch")
-    create = lambda: client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions",  # noqa: E731
-                                           completion_window="24h")
+
+    def create():
+        return client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions", completion_window="24h")
+
     running = [create().id, create().id]
     for batch_id in running:
         _as_if_running_elsewhere(limited, batch_id)
@@ -67,11 +80,18 @@ def test_active_batch_limit_is_429_until_one_ends(limited):
 
 def test_json_bodies_are_capped_with_413(limited):
     url, auth = f"{limited.base_url}/batches", {"Authorization": "Bearer key-a"}
-    body = {"input_file_id": "file-x", "endpoint": "/v1/chat/completions", "completion_window": "24h",
-            "metadata": {"pad": "x" * 5000}}
+    body = {
+        "input_file_id": "file-x",
+        "endpoint": "/v1/chat/completions",
+        "completion_window": "24h",
+        "metadata": {"pad": "x" * 5000},
+    }
     declared = httpx.post(url, headers=auth, json=body)
-    chunked = httpx.post(url, headers={**auth, "Content-Type": "application/json"},
-                         content=iter([json.dumps(body).encode()[i:i + 1000] for i in range(0, 6000, 1000)]))
+    chunked = httpx.post(
+        url,
+        headers={**auth, "Content-Type": "application/json"},
+        content=iter([json.dumps(body).encode()[i : i + 1000] for i in range(0, 6000, 1000)]),
+    )
     for response in (declared, chunked):
         assert response.status_code == 413, response.text
         error = response.json()["error"]
@@ -82,21 +102,31 @@ def test_json_bodies_are_capped_with_413(limited):
 
 
 NASTY_NAMES = {
-    b'../../etc/passwd.jsonl': "passwd.jsonl",
-    b'..\\..\\windows\\win.jsonl': "win.jsonl",
+    b"../../etc/passwd.jsonl": "passwd.jsonl",
+    b"..\\..\\windows\\win.jsonl": "win.jsonl",
     b'a\\"b; filename=evil.jsonl': 'a"b; filename=evil.jsonl',
-    b'tab\there\x7f\x1b[31m.jsonl': "tabhere[31m.jsonl",
+    b"tab\there\x7f\x1b[31m.jsonl": "tabhere[31m.jsonl",
     "données \u2028 x.jsonl".encode(): "données \u2028 x.jsonl",
 }
 
 
 def _upload_raw(server, filename: bytes) -> httpx.Response:
     boundary = b"nasty0boundary"
-    body = (b"--" + boundary + b'\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n'
-            b"--" + boundary + b'\r\nContent-Disposition: form-data; name="file"; filename="' + filename
-            + b'"\r\nContent-Type: application/octet-stream\r\n\r\n{}\n\r\n--' + boundary + b"--\r\n")
-    return httpx.post(f"{server.base_url}/files", content=body, headers={
-        "Authorization": "Bearer key-a", "Content-Type": f"multipart/form-data; boundary={boundary.decode()}"})
+    body = (
+        b"--" + boundary + b'\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n'
+        b"--"
+        + boundary
+        + b'\r\nContent-Disposition: form-data; name="file"; filename="'
+        + filename
+        + b'"\r\nContent-Type: application/octet-stream\r\n\r\n{}\n\r\n--'
+        + boundary
+        + b"--\r\n"
+    )
+    return httpx.post(
+        f"{server.base_url}/files",
+        content=body,
+        headers={"Authorization": "Bearer key-a", "Content-Type": f"multipart/form-data; boundary={boundary.decode()}"},
+    )
 
 
 def test_file_names_are_stored_and_served_safely(server, client):
@@ -104,13 +134,23 @@ def test_file_names_are_stored_and_served_safely(server, client):
         created = _upload_raw(server, raw)
         assert created.status_code == 200, created.text
         assert created.json()["filename"] == expected
-        content = httpx.get(f"{server.base_url}/files/{created.json()['id']}/content",
-                            headers={"Authorization": "Bearer key-a"})
+        content = httpx.get(
+            f"{server.base_url}/files/{created.json()['id']}/content", headers={"Authorization": "Bearer key-a"}
+        )
         assert content.content == b"{}\n"
         dispositions = content.headers.get_list("content-disposition")
         assert len(dispositions) == 1 and "\r" not in dispositions[0] and "\n" not in dispositions[0]
-        assert set(content.headers) <= {"content-disposition", "content-type", "content-length", "etag",
-                                        "last-modified", "accept-ranges", "x-request-id", "date", "server"}
+        assert set(content.headers) <= {
+            "content-disposition",
+            "content-type",
+            "content-length",
+            "etag",
+            "last-modified",
+            "accept-ranges",
+            "x-request-id",
+            "date",
+            "server",
+        }
         parsed = Message()
         parsed["content-disposition"] = dispositions[0]
         assert parsed.get_filename() == expected

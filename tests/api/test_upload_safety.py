@@ -81,9 +81,7 @@ def test_aborted_upload_leaves_no_row_and_no_blob(small_server):
 @pytest.fixture(scope="module")
 def sqlite_server(tmp_path_factory):
     """SQLite-only (its single-writer lock is the subject), whatever the session's backend."""
-    server = ServerProcess(
-        tmp_path_factory.mktemp("locked"), env={"BATCHD_SQLITE_BUSY_TIMEOUT_MS": "300"}
-    ).start()
+    server = ServerProcess(tmp_path_factory.mktemp("locked"), env={"BATCHD_SQLITE_BUSY_TIMEOUT_MS": "300"}).start()
     yield server
     server.stop()
 

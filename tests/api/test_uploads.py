@@ -30,14 +30,16 @@ def _wait(predicate, timeout: float = 10.0) -> None:
 
 
 def test_chunked_upload_from_path_round_trips_and_removes_parts(client, server, tmp_path):
-    payload = b"".join(b'{"custom_id": "r%d", "pad": "%s"}\n' % (i, os.urandom(20).hex().encode())
-                       for i in range(2000))
+    payload = b"".join(b'{"custom_id": "r%d", "pad": "%s"}\n' % (i, os.urandom(20).hex().encode()) for i in range(2000))
     path = tmp_path / "big-input.jsonl"
     path.write_bytes(payload)
     blobs_before = len(db.blob_files(server))
 
     upload = client.uploads.upload_file_chunked(
-        file=path, mime_type="text/jsonl", purpose="batch", part_size=len(payload) // 3 + 1,
+        file=path,
+        mime_type="text/jsonl",
+        purpose="batch",
+        part_size=len(payload) // 3 + 1,
         md5=hashlib.md5(payload).hexdigest(),
     )
 
@@ -57,15 +59,19 @@ def test_chunked_upload_from_path_round_trips_and_removes_parts(client, server, 
 
 
 def test_parts_concatenate_in_the_order_given_and_expires_after_applies(client):
-    upload = client.uploads.create(bytes=9, filename="notes.txt", mime_type="text/plain", purpose="user_data",
-                                   expires_after={"anchor": "created_at", "seconds": 7200})
+    upload = client.uploads.create(
+        bytes=9,
+        filename="notes.txt",
+        mime_type="text/plain",
+        purpose="user_data",
+        expires_after={"anchor": "created_at", "seconds": 7200},
+    )
     assert upload.status == "pending" and upload.file is None
     parts = {data: client.uploads.parts.create(upload_id=upload.id, data=data) for data in (b"aaa", b"bbb", b"ccc")}
     part = parts[b"aaa"]
     assert part.object == "upload.part" and part.upload_id == upload.id and part.id.startswith("part_")
 
-    done = client.uploads.complete(upload_id=upload.id, part_ids=[parts[b"ccc"].id, parts[b"aaa"].id,
-                                                                  parts[b"bbb"].id])
+    done = client.uploads.complete(upload_id=upload.id, part_ids=[parts[b"ccc"].id, parts[b"aaa"].id, parts[b"bbb"].id])
     assert done.status == "completed"
     assert client.files.content(done.file.id).content == b"cccaaabbb"
     assert done.file.expires_at - done.file.created_at == 7200
@@ -93,8 +99,9 @@ def test_md5_mismatch_is_400_and_the_upload_stays_usable(client, server):
 
 
 def test_byte_count_mismatch_unknown_and_repeated_parts_are_400(client):
-    upload = client.uploads.create(bytes=10, filename="x.bin", mime_type="application/octet-stream",
-                                   purpose="user_data")
+    upload = client.uploads.create(
+        bytes=10, filename="x.bin", mime_type="application/octet-stream", purpose="user_data"
+    )
     part = client.uploads.parts.create(upload_id=upload.id, data=b"12345")
     with pytest.raises(openai.BadRequestError, match=r"\(5\) does not match .* \(10\)"):
         client.uploads.complete(upload_id=upload.id, part_ids=[part.id])
@@ -102,8 +109,7 @@ def test_byte_count_mismatch_unknown_and_repeated_parts_are_400(client):
         client.uploads.complete(upload_id=upload.id, part_ids=[part.id, part.id])
     with pytest.raises(openai.BadRequestError, match="No such Part"):
         client.uploads.complete(upload_id=upload.id, part_ids=[part.id, "part_unknown"])
-    other = client.uploads.create(bytes=5, filename="y.bin", mime_type="application/octet-stream",
-                                  purpose="user_data")
+    other = client.uploads.create(bytes=5, filename="y.bin", mime_type="application/octet-stream", purpose="user_data")
     # A part belongs to its own upload only.
     with pytest.raises(openai.BadRequestError, match="No such Part"):
         client.uploads.complete(upload_id=other.id, part_ids=[part.id])
@@ -120,9 +126,11 @@ def test_cancel_removes_parts_and_refuses_further_use(client, server):
     assert _part_rows(server, upload.id) == []
     assert len(db.blob_files(server)) == blobs_with_part - 1
 
-    for call in (lambda: client.uploads.parts.create(upload_id=upload.id, data=b"def"),
-                 lambda: client.uploads.complete(upload_id=upload.id, part_ids=[part.id]),
-                 lambda: client.uploads.cancel(upload.id)):
+    for call in (
+        lambda: client.uploads.parts.create(upload_id=upload.id, data=b"def"),
+        lambda: client.uploads.complete(upload_id=upload.id, part_ids=[part.id]),
+        lambda: client.uploads.cancel(upload.id),
+    ):
         with pytest.raises(openai.BadRequestError, match="cancelled"):
             call()
 
@@ -164,8 +172,13 @@ def test_create_checks_are_400_in_openai_envelope(client, server):
         with pytest.raises(openai.BadRequestError, match=message):
             client.uploads.create(**params)
     with pytest.raises(openai.BadRequestError) as caught:
-        client.uploads.create(bytes=1, filename="a.bin", mime_type="x/y", purpose="user_data",
-                              expires_after={"anchor": "created_at", "seconds": 60})
+        client.uploads.create(
+            bytes=1,
+            filename="a.bin",
+            mime_type="x/y",
+            purpose="user_data",
+            expires_after={"anchor": "created_at", "seconds": 60},
+        )
     assert caught.value.body["param"] == "expires_after.seconds"
 
     headers = {"Authorization": "Bearer key-a"}
@@ -178,8 +191,11 @@ def test_create_checks_are_400_in_openai_envelope(client, server):
 def test_part_without_data_field_is_400_and_stores_nothing(client, server):
     upload = client.uploads.create(bytes=3, filename="a.jsonl", mime_type="text/jsonl", purpose="batch")
     blobs_before = len(db.blob_files(server))
-    response = httpx.post(f"{server.base_url}/uploads/{upload.id}/parts", headers={"Authorization": "Bearer key-a"},
-                          files={"file": ("upload", b"abc")})
+    response = httpx.post(
+        f"{server.base_url}/uploads/{upload.id}/parts",
+        headers={"Authorization": "Bearer key-a"},
+        files={"file": ("upload", b"abc")},
+    )
     assert response.status_code == 400
     assert response.json()["error"]["param"] == "data"
     assert len(db.blob_files(server)) == blobs_before

@@ -17,8 +17,18 @@ ROOT = Path(__file__).parents[2]
 
 def _launch(work_dir: Path) -> list[head_start.BackgroundRun]:
     results = work_dir / "results"
-    cmd = [sys.executable, "-m", "bench", "--workloads", "W1", "--scale", "0.01", "--enforce-eager",
-           "--results-dir", str(results)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench",
+        "--workloads",
+        "W1",
+        "--scale",
+        "0.01",
+        "--enforce-eager",
+        "--results-dir",
+        str(results),
+    ]
     return [head_start.BackgroundRun(cmd, work_dir, cwd=ROOT)]
 
 

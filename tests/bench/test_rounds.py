@@ -39,18 +39,50 @@ def test_order_rotates_each_round():
 
 def _report(systems: dict) -> dict:
     return {
-        "workload": {"id": "W1", "title": "t", "description": "d"}, "date": "2026-11-23", "scale": 1, "seed": 0,
+        "workload": {"id": "W1", "title": "t", "description": "d"},
+        "date": "2026-11-23",
+        "scale": 1,
+        "seed": 0,
         "rounds": 3,
-        "machine": {"cpus": 2, "memory_gib": 1, "load_average": [0.0], "vllm": "v", "torch": "t", "python": "p",
-                    "batchd_commit": "c"},
-        "engine": {"served_name": "m", "runner": "generate", "dtype": "float32", "max_model_len": 1,
-                   "kv_cache_gib": 1, "kv_cache_bytes": 1, "max_num_seqs": 1, "max_num_batched_tokens": 1,
-                   "enable_prefix_caching": True},
+        "machine": {
+            "cpus": 2,
+            "memory_gib": 1,
+            "load_average": [0.0],
+            "vllm": "v",
+            "torch": "t",
+            "python": "p",
+            "batchd_commit": "c",
+        },
+        "engine": {
+            "served_name": "m",
+            "runner": "generate",
+            "dtype": "float32",
+            "max_model_len": 1,
+            "kv_cache_gib": 1,
+            "kv_cache_bytes": 1,
+            "max_num_seqs": 1,
+            "max_num_batched_tokens": 1,
+            "enable_prefix_caching": True,
+        },
         "systems": {name: {"description": "d", "timing": "t"} for name in systems},
-        "runs": [{"label": "100 lines", "lines": 100, "systems": {name: {
-            **run.to_dict(), "ratios": {"lines_per_s_vs_limit": None, "lines_per_s_vs_peer": None,
-                                        "peak_rss_vs_limit": None, "peak_rss_vs_peer": None}}
-            for name, run in systems.items()}}],
+        "runs": [
+            {
+                "label": "100 lines",
+                "lines": 100,
+                "systems": {
+                    name: {
+                        **run.to_dict(),
+                        "ratios": {
+                            "lines_per_s_vs_limit": None,
+                            "lines_per_s_vs_peer": None,
+                            "peak_rss_vs_limit": None,
+                            "peak_rss_vs_peer": None,
+                        },
+                    }
+                    for name, run in systems.items()
+                },
+            }
+        ],
         "targets": [],
     }
 
@@ -64,6 +96,8 @@ def test_markdown_lists_the_rounds():
 def test_markdown_gives_each_rounds_ratio_to_the_limit_of_the_same_round():
     limit = median_run([SystemRun("limit", 100, ok=100, processing_s=t) for t in (1.0, 2.0, 4.0)])
     text = markdown(_report({"limit": limit, "runbatch": median_run([_run(2.0), _run(1.0), _run(4.0)])}))
-    assert "- runbatch: lines/s by round 50.0, 100.0, 25.0 (the median round is shown). " \
-           "Same-round ratios: × limit 0.50×, 2.00×, 1.00×." in text
+    assert (
+        "- runbatch: lines/s by round 50.0, 100.0, 25.0 (the median round is shown). "
+        "Same-round ratios: × limit 0.50×, 2.00×, 1.00×." in text
+    )
     assert "- limit: lines/s by round 100.0, 50.0, 25.0 (the median round is shown).\n" in text

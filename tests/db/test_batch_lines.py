@@ -23,14 +23,27 @@ def _row(line_no: int, ok: bool = True) -> LineRow:
 
 async def _setup(db: Database) -> None:
     async with db.write() as session:
-        session.add(Batch(id="batch_1", project="p", endpoint="/v1/chat/completions", input_file_id="file-1",
-                          completion_window="24h", status="in_progress", created_at=0, expires_at=2**40,
-                          total=6))
+        session.add(
+            Batch(
+                id="batch_1",
+                project="p",
+                endpoint="/v1/chat/completions",
+                input_file_id="file-1",
+                completion_window="24h",
+                status="in_progress",
+                created_at=0,
+                expires_at=2**40,
+                total=6,
+            )
+        )
         await session.flush()
-        await ShardRepository(session).add_all("batch_1", [
-            ShardSpan(first_line=1, end_line=5, start_offset=0, end_offset=400, lines=4),
-            ShardSpan(first_line=5, end_line=7, start_offset=400, end_offset=None, lines=2),
-        ])
+        await ShardRepository(session).add_all(
+            "batch_1",
+            [
+                ShardSpan(first_line=1, end_line=5, start_offset=0, end_offset=400, lines=4),
+                ShardSpan(first_line=5, end_line=7, start_offset=400, end_offset=None, lines=2),
+            ],
+        )
 
 
 async def _claim(db: Database, owner: str, now: float, skip=()):
@@ -82,7 +95,9 @@ async def _scenario(url: str) -> None:
         async with db.read() as session:
             shards = await ShardRepository(session).of_batch("batch_1")
             assert [(s.status, s.replica, s.lines_done) for s in shards] == [
-                ("done", "replica-a", 4), ("done", "replica-c", 2)]
+                ("done", "replica-a", 4),
+                ("done", "replica-c", 2),
+            ]
             assert (await BatchRepository(session).load("batch_1")).status == "finalizing"
 
         async with db.write() as session:

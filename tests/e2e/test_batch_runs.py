@@ -14,7 +14,14 @@ import pytest
 
 from tests.support import db
 from tests.support.batches import (
-    CHAT_MODEL, EMBED_MODEL, chat_line, create, embedding_line, read_lines, results_by_custom_id, wait_for,
+    CHAT_MODEL,
+    EMBED_MODEL,
+    chat_line,
+    create,
+    embedding_line,
+    read_lines,
+    results_by_custom_id,
+    wait_for,
 )
 
 SEEDS = Path(__file__).parents[1] / "fixtures" / "seeds"
@@ -32,7 +39,10 @@ def test_seed_example_files_complete(model_client, seed):
     done = wait_for(model_client, batch.id)
     assert done.status == "completed", done.errors
     assert (done.request_counts.total, done.request_counts.completed, done.request_counts.failed) == (
-        len(inputs), len(inputs), 0)
+        len(inputs),
+        len(inputs),
+        0,
+    )
     assert done.error_file_id is None
     assert done.model == inputs[0]["body"]["model"]
     assert done.in_progress_at <= done.finalizing_at <= done.completed_at
@@ -57,20 +67,30 @@ def test_seed_example_files_complete(model_client, seed):
             assert [d["index"] for d in body["data"]] == [0, 1]
             # Paris is the better answer to "What is the capital of France?".
             assert body["data"][1]["score"] > body["data"][0]["score"]
-    expected_output_tokens = sum(l["response"]["body"]["usage"].get("completion_tokens") or 0 for l in output.values())
+    expected_output_tokens = sum(
+        rec["response"]["body"]["usage"].get("completion_tokens") or 0 for rec in output.values()
+    )
     assert done.usage.output_tokens == expected_output_tokens
 
 
 ENDPOINT_CASES = {
-    "/v1/completions": ({"model": CHAT_MODEL, "prompt": "Once upon", "max_tokens": 5, "temperature": 0},
-                        lambda b: b["object"] == "text_completion" and b["usage"]["completion_tokens"] == 5),
-    "/v1/responses": ({"model": CHAT_MODEL, "input": "Hello there", "max_output_tokens": 5, "temperature": 0},
-                      lambda b: b["object"] == "response" and b["status"] in ("completed", "incomplete")),
-    "/v1/rerank": ({"model": EMBED_MODEL, "query": "capital of France",
-                    "documents": ["Paris is the capital of France.", "Bananas are yellow."]},
-                   lambda b: b["results"][0]["index"] == 0 and len(b["results"]) == 2),
-    "/v1/embeddings": ({"model": EMBED_MODEL, "input": ["one", "two"]},
-                       lambda b: len(b["data"]) == 2),
+    "/v1/completions": (
+        {"model": CHAT_MODEL, "prompt": "Once upon", "max_tokens": 5, "temperature": 0},
+        lambda b: b["object"] == "text_completion" and b["usage"]["completion_tokens"] == 5,
+    ),
+    "/v1/responses": (
+        {"model": CHAT_MODEL, "input": "Hello there", "max_output_tokens": 5, "temperature": 0},
+        lambda b: b["object"] == "response" and b["status"] in ("completed", "incomplete"),
+    ),
+    "/v1/rerank": (
+        {
+            "model": EMBED_MODEL,
+            "query": "capital of France",
+            "documents": ["Paris is the capital of France.", "Bananas are yellow."],
+        },
+        lambda b: b["results"][0]["index"] == 0 and len(b["results"]) == 2,
+    ),
+    "/v1/embeddings": ({"model": EMBED_MODEL, "input": ["one", "two"]}, lambda b: len(b["data"]) == 2),
 }
 
 
@@ -105,8 +125,10 @@ def test_mixed_batch_with_an_overlong_prompt_completes(model_client, model_serve
     assert failure["error"] is None
     assert failure["response"]["status_code"] == 400
     assert set(failure["response"]["body"]["error"]) >= {"message", "type", "param", "code"}
-    assert "context" in failure["response"]["body"]["error"]["message"].lower() or \
-        "length" in failure["response"]["body"]["error"]["message"].lower()
+    assert (
+        "context" in failure["response"]["body"]["error"]["message"].lower()
+        or "length" in failure["response"]["body"]["error"]["message"].lower()
+    )
     assert model_client.files.retrieve(done.error_file_id).filename == f"{done.id}_error.jsonl"
     # Both files were written to the server's store (the bucket, on the S3 backend).
     assert db.has_blob(model_server, "proj-a", done.output_file_id)
@@ -124,11 +146,13 @@ LONG_BATCH = 3000
 
 def test_cancel_mid_run_keeps_finished_lines(model_client, model_server):
     batch = create(model_client, _long_lines(LONG_BATCH))
-    running = wait_for(model_client, batch.id, statuses=(), timeout=120,
-                       until=lambda b: b.request_counts.completed >= 10)
+    running = wait_for(
+        model_client, batch.id, statuses=(), timeout=120, until=lambda b: b.request_counts.completed >= 10
+    )
     assert running.status == "in_progress", running
-    response = httpx.delete(f"{model_server.base_url}/files/{batch.input_file_id}",
-                            headers={"Authorization": "Bearer key-a"}, timeout=60)
+    response = httpx.delete(
+        f"{model_server.base_url}/files/{batch.input_file_id}", headers={"Authorization": "Bearer key-a"}, timeout=60
+    )
     # The input of a running batch stays.
     assert response.status_code == 409, (response.text, model_client.batches.retrieve(batch.id))
     cancelling = model_client.batches.cancel(batch.id)
@@ -143,8 +167,10 @@ def test_cancel_mid_run_keeps_finished_lines(model_client, model_server):
     assert set(output) | set(errors) == {f"slow-{i}" for i in range(LONG_BATCH)}
     for line in errors.values():
         assert line["response"] is None
-        assert line["error"] == {"code": "batch_cancelled",
-                                 "message": "This request was not executed because the batch was cancelled."}
+        assert line["error"] == {
+            "code": "batch_cancelled",
+            "message": "This request was not executed because the batch was cancelled.",
+        }
     for line in output.values():
         assert line["response"]["status_code"] == 200
     with pytest.raises(openai.ConflictError) as info:
@@ -156,8 +182,12 @@ def test_cancel_of_a_cancelling_batch_is_idempotent(model_client, model_server):
     batch = create(model_client, [chat_line("x")])
     wait_for(model_client, batch.id)
     # Pin the batch in `cancelling` under another worker's lease, so no worker finishes it.
-    db.execute(model_server, "UPDATE batches SET status = 'cancelling', cancelling_at = 1, "
-               "lease_owner = 'elsewhere', lease_expires_at = 1e12 WHERE id = :id", id=batch.id)
+    db.execute(
+        model_server,
+        "UPDATE batches SET status = 'cancelling', cancelling_at = 1, "
+        "lease_owner = 'elsewhere', lease_expires_at = 1e12 WHERE id = :id",
+        id=batch.id,
+    )
     again = model_client.batches.cancel(batch.id)
     assert again.status == "cancelling" and again.cancelling_at == 1
 
@@ -174,8 +204,10 @@ def test_expiry_stops_the_batch_and_keeps_finished_lines(model_client):
     assert set(output) | set(errors) == {f"exp-{i}" for i in range(LONG_BATCH)}
     for line in errors.values():
         assert line["response"] is None
-        assert line["error"] == {"code": "batch_expired",
-                                 "message": "This request could not be executed before the completion window expired."}
+        assert line["error"] == {
+            "code": "batch_expired",
+            "message": "This request could not be executed before the completion window expired.",
+        }
 
 
 def test_concurrent_batches_share_the_engine(model_client):
@@ -192,7 +224,8 @@ def test_concurrent_batches_share_the_engine(model_client):
     assert second_gain >= first_gain // 2 - 16, (first_at_start, first_gain, second_gain)
     done = [first_done, wait_for(model_client, second.id)]
     assert [b.request_counts.completed for b in done] == [150, 150], [
-        read_lines(model_client, b.error_file_id)[:2] for b in done]
+        read_lines(model_client, b.error_file_id)[:2] for b in done
+    ]
 
 
 def test_models_and_health(model_server, model_client):
@@ -202,8 +235,9 @@ def test_models_and_health(model_server, model_client):
 
 def test_engine_processes_run_on_jemalloc(model_server):
     # glibc's malloc makes vLLM's CPU worker grow with every line (app/engine/allocator.py).
-    engines = [p for p in psutil.Process(model_server.proc.pid).children(recursive=True)
-               if p.name().startswith("VLLM::")]
+    engines = [
+        p for p in psutil.Process(model_server.proc.pid).children(recursive=True) if p.name().startswith("VLLM::")
+    ]
     assert {p.name() for p in engines} >= {"VLLM::EngineCore", "VLLM::Worker"}
     for process in engines:
         assert "libjemalloc" in Path(f"/proc/{process.pid}/maps").read_text(), process.name()
@@ -225,4 +259,4 @@ def test_engine_processes_run_below_the_api(model_server):
 def test_embeddings_batch_outputs_are_in_input_order(model_client):
     lines = [embedding_line(f"e{i}", f"sentence {i}") for i in range(50)]
     done = wait_for(model_client, create(model_client, lines, endpoint="/v1/embeddings").id)
-    assert [l["custom_id"] for l in read_lines(model_client, done.output_file_id)] == [f"e{i}" for i in range(50)]
+    assert [rec["custom_id"] for rec in read_lines(model_client, done.output_file_id)] == [f"e{i}" for i in range(50)]

@@ -26,19 +26,39 @@ def _with(line: dict, **changes) -> dict:
 CASES = {
     "invalid_json_line": (jsonl([chat_line("a")]) + b"{not json\n", "invalid_json_line", 2, None),
     "missing_method": (jsonl([_with(chat_line("a"), method=...)]), "missing_required_parameter", 1, "method"),
-    "missing_custom_id": (jsonl([chat_line("a"), _with(chat_line("b"), custom_id=...)]),
-                          "missing_required_parameter", 2, "custom_id"),
+    "missing_custom_id": (
+        jsonl([chat_line("a"), _with(chat_line("b"), custom_id=...)]),
+        "missing_required_parameter",
+        2,
+        "custom_id",
+    ),
     "missing_model": (jsonl([_with(chat_line("a"), body__model=...)]), "missing_required_parameter", 1, "body.model"),
-    "duplicate_custom_id": (jsonl([chat_line("a"), chat_line("b"), chat_line("a")]), "duplicate_custom_id", 3,
-                            "custom_id"),
+    "duplicate_custom_id": (
+        jsonl([chat_line("a"), chat_line("b"), chat_line("a")]),
+        "duplicate_custom_id",
+        3,
+        "custom_id",
+    ),
     "url_mismatch": (jsonl([chat_line("a"), _with(chat_line("b"), url="/v1/embeddings")]), "url_mismatch", 2, "url"),
-    "model_mismatch": (jsonl([chat_line("a"), _with(chat_line("b"), body__model=EMBED_MODEL)]), "model_mismatch", 2,
-                       "body.model"),
+    "model_mismatch": (
+        jsonl([chat_line("a"), _with(chat_line("b"), body__model=EMBED_MODEL)]),
+        "model_mismatch",
+        2,
+        "body.model",
+    ),
     "model_not_found": (jsonl([_with(chat_line("a"), body__model="gpt-4o")]), "model_not_found", 1, "body.model"),
-    "streaming_unsupported": (jsonl([chat_line("a"), chat_line("b", stream=True)]), "streaming_unsupported", 2,
-                              "body.stream"),
-    "invalid_request": (jsonl([chat_line("a"), _with(chat_line("b"), body__messages="not a list")]),
-                        "invalid_request", 2, "body.messages"),
+    "streaming_unsupported": (
+        jsonl([chat_line("a"), chat_line("b", stream=True)]),
+        "streaming_unsupported",
+        2,
+        "body.stream",
+    ),
+    "invalid_request": (
+        jsonl([chat_line("a"), _with(chat_line("b"), body__messages="not a list")]),
+        "invalid_request",
+        2,
+        "body.messages",
+    ),
     "empty_file": (b"\n\n", "empty_file", None, None),
     "too_many_tasks": (jsonl([chat_line(f"l{i}") for i in range(3001)]), "too_many_tasks", 3001, None),
 }
@@ -69,8 +89,15 @@ def test_chat_lines_on_an_embedding_model_are_rejected(model_client):
 
 
 def test_every_bad_line_is_reported(model_client):
-    lines = [chat_line("ok"), _with(chat_line("x"), method="GET"), chat_line("ok"),
-             _with(embedding_line("e"), body__model=CHAT_MODEL)]
+    lines = [
+        chat_line("ok"),
+        _with(chat_line("x"), method="GET"),
+        chat_line("ok"),
+        _with(embedding_line("e"), body__model=CHAT_MODEL),
+    ]
     done = wait_for(model_client, create(model_client, lines).id, timeout=60)
     assert [(e.code, e.line) for e in done.errors.data] == [
-        ("invalid_request", 2), ("duplicate_custom_id", 3), ("url_mismatch", 4)]
+        ("invalid_request", 2),
+        ("duplicate_custom_id", 3),
+        ("url_mismatch", 4),
+    ]

@@ -5,16 +5,25 @@ from __future__ import annotations
 
 import json
 
-from app import jsonbody
+from app.core import jsonbody
 from tests.support.batches import CHAT_MODEL, create, read_lines, wait_for
 
 HUGE = 2**70 + 1  # no float holds it exactly
 
 
 def test_a_response_echoing_a_huge_integer_keeps_it_exact(model_client):
-    line = {"custom_id": "huge", "method": "POST", "url": "/v1/responses",
-            "body": {"model": CHAT_MODEL, "input": "hello", "max_output_tokens": 4, "temperature": 0,
-                     "max_tool_calls": HUGE}}
+    line = {
+        "custom_id": "huge",
+        "method": "POST",
+        "url": "/v1/responses",
+        "body": {
+            "model": CHAT_MODEL,
+            "input": "hello",
+            "max_output_tokens": 4,
+            "temperature": 0,
+            "max_tool_calls": HUGE,
+        },
+    }
     done = wait_for(model_client, create(model_client, [line], endpoint="/v1/responses").id)
     assert done.status == "completed", done.errors
     raw = model_client.files.content(done.output_file_id).content

@@ -34,8 +34,12 @@ def disk_client(disk_server):
 
 def _assert_507(exc: openai.APIStatusError) -> None:
     assert exc.status_code == 507
-    assert exc.body == {"message": exc.body["message"], "type": "server_error", "param": None,
-                        "code": "insufficient_storage"}
+    assert exc.body == {
+        "message": exc.body["message"],
+        "type": "server_error",
+        "param": None,
+        "code": "insufficient_storage",
+    }
     assert "nothing was stored" in exc.body["message"]
 
 
@@ -59,15 +63,14 @@ def test_upload_larger_than_the_free_space_is_507_and_stores_nothing(disk_client
 def test_full_disk_parts_and_completion_are_507_then_work_once_space_returns(disk_client, disk_server):
     blobs_dir = disk_server.data_dir / "blobs"
     data = hashlib.sha256(b"seed").hexdigest().encode() * (3 * MB // 64)
-    upload = disk_client.uploads.create(bytes=len(data), filename="p.jsonl", mime_type="text/jsonl",
-                                        purpose="batch")
+    upload = disk_client.uploads.create(bytes=len(data), filename="p.jsonl", mime_type="text/jsonl", purpose="batch")
     first = disk_client.uploads.parts.create(upload_id=upload.id, data=data[: len(data) // 2])
 
     filler = fill(blobs_dir)
     try:
         before = _stored(disk_server)
         with pytest.raises(openai.APIStatusError) as caught:
-            disk_client.uploads.parts.create(upload_id=upload.id, data=data[len(data) // 2:])
+            disk_client.uploads.parts.create(upload_id=upload.id, data=data[len(data) // 2 :])
         _assert_507(caught.value)
         with pytest.raises(openai.APIStatusError) as caught:
             disk_client.files.create(file=("tiny.jsonl", b'{"a": 1}\n' * 2000), purpose="batch")
@@ -76,7 +79,7 @@ def test_full_disk_parts_and_completion_are_507_then_work_once_space_returns(dis
     finally:
         filler.unlink()
 
-    second = disk_client.uploads.parts.create(upload_id=upload.id, data=data[len(data) // 2:])
+    second = disk_client.uploads.parts.create(upload_id=upload.id, data=data[len(data) // 2 :])
     # Completion needs room for the whole file next to its parts: 3 MB of parts + 3 MB file.
     filler = fill(blobs_dir)
     filler.write_bytes(b"\0" * (3 * MB))  # leaves about 5 MB minus the parts: under 3 MB free

@@ -22,8 +22,9 @@ def test_restart_removes_old_orphan_blobs_and_keeps_live_ones(tmp_path, database
 
     server = start("3600")
     client = openai.OpenAI(base_url=server.base_url, api_key="any", max_retries=0)
-    live, rowless, tombstone = (client.files.create(file=(f"{n}.jsonl", b"{}\n"), purpose="batch")
-                                for n in ("live", "rowless", "tombstone"))
+    live, rowless, tombstone = (
+        client.files.create(file=(f"{n}.jsonl", b"{}\n"), purpose="batch") for n in ("live", "rowless", "tombstone")
+    )
     # A pending upload's part has no file row, yet is live.
     upload = client.uploads.create(bytes=3, filename="u.jsonl", mime_type="text/jsonl", purpose="batch")
     part = client.uploads.parts.create(upload_id=upload.id, data=b"{}\n")

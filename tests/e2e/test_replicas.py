@@ -33,15 +33,27 @@ class Cluster:
         self.tmp = tmp_path_factory
         self.database_url = database_url
         self.storage_env = storage_env
-        self.config = eager_config(tmp_path_factory.mktemp("replica-config") / "models.json",
-                                   {CHAT_MODEL: {"kv_cache_gib": 1}})
+        self.config = eager_config(
+            tmp_path_factory.mktemp("replica-config") / "models.json", {CHAT_MODEL: {"kv_cache_gib": 1}}
+        )
         self.replicas: dict[str, ServerProcess] = {}
 
     def start(self, name: str) -> ServerProcess:
-        env = {"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_REPLICA_ID": name, "BATCHD_LEASE_SECONDS": str(LEASE_SECONDS),
-               "BATCHD_SHARD_LINES": str(SHARD_LINES), "BATCHD_ENGINE_CPU_AFFINITY": "off", **self.storage_env}
-        server = ServerProcess(self.tmp.mktemp(name), self.database_url, env=env, models=True,
-                               args=["--model", CHAT_MODEL, "--config", str(self.config)])
+        env = {
+            "BATCHD_API_KEYS": API_KEYS_ENV,
+            "BATCHD_REPLICA_ID": name,
+            "BATCHD_LEASE_SECONDS": str(LEASE_SECONDS),
+            "BATCHD_SHARD_LINES": str(SHARD_LINES),
+            "BATCHD_ENGINE_CPU_AFFINITY": "off",
+            **self.storage_env,
+        }
+        server = ServerProcess(
+            self.tmp.mktemp(name),
+            self.database_url,
+            env=env,
+            models=True,
+            args=["--model", CHAT_MODEL, "--config", str(self.config)],
+        )
         self.replicas[name] = server.start()
         return server
 
@@ -58,8 +70,12 @@ class Cluster:
         return openai.OpenAI(base_url=self.replicas[name].base_url, api_key="key-a", max_retries=2)
 
     def shards(self, batch_id: str) -> list[tuple]:
-        return db.execute(self.replicas[NAMES[0]], "SELECT shard_no, status, lease_owner, replica, lines_done "
-                          "FROM batch_shards WHERE batch_id = :b ORDER BY shard_no", b=batch_id)
+        return db.execute(
+            self.replicas[NAMES[0]],
+            "SELECT shard_no, status, lease_owner, replica, lines_done "
+            "FROM batch_shards WHERE batch_id = :b ORDER BY shard_no",
+            b=batch_id,
+        )
 
     def running(self, batch_id: str) -> Counter:
         """Live leases per replica."""
@@ -109,8 +125,9 @@ def _assert_complete(client: openai.OpenAI, batch, n: int, prefix: str) -> None:
 
 
 def _checkpoint_rows(cluster: Cluster, batch_id: str) -> int:
-    return db.execute(cluster.replicas[NAMES[0]], "SELECT count(*) FROM batch_lines WHERE batch_id = :b",
-                      b=batch_id)[0][0]
+    return db.execute(cluster.replicas[NAMES[0]], "SELECT count(*) FROM batch_lines WHERE batch_id = :b", b=batch_id)[
+        0
+    ][0]
 
 
 def test_three_replicas_share_one_batch(cluster):
@@ -128,8 +145,10 @@ def test_three_replicas_share_one_batch(cluster):
 def test_cancel_through_one_replica_stops_every_replica(cluster):
     a, b = cluster.client("replica-a"), cluster.client("replica-b")
     batch = create(a, _lines(6000, "cancel"))
-    cluster.wait_until("replicas a and c to run shards",
-                       lambda: cluster.running(batch.id)["replica-a"] and cluster.running(batch.id)["replica-c"])
+    cluster.wait_until(
+        "replicas a and c to run shards",
+        lambda: cluster.running(batch.id)["replica-a"] and cluster.running(batch.id)["replica-c"],
+    )
     b.batches.cancel(batch.id)
     cancelled_at = time.monotonic()
     # Each replica re-reads the status every second, then aborts, checkpoints and releases: about

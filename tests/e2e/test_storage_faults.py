@@ -39,9 +39,11 @@ def fault_server(tmp_path_factory, private_pg):
     try:
         with tmpfs(data_dir / "blobs", "8m"):
             server = ServerProcess(
-                data_dir, private_pg.url, models=True, args=["--config", str(config)],
-                env={"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_RETRY_BACKOFF_SECONDS": "1",
-                     "BATCHD_LEASE_SECONDS": "3"},
+                data_dir,
+                private_pg.url,
+                models=True,
+                args=["--config", str(config)],
+                env={"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_RETRY_BACKOFF_SECONDS": "1", "BATCHD_LEASE_SECONDS": "3"},
             ).start()
             yield server
             server.stop()
@@ -67,8 +69,9 @@ def test_finalize_on_a_full_disk_waits_in_finalizing_and_loses_no_line(fault_cli
     file = upload(fault_client, lines)
     filler = fill(fault_server.data_dir / "blobs")
     try:
-        batch = fault_client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions",
-                                            completion_window="24h")
+        batch = fault_client.batches.create(
+            input_file_id=file.id, endpoint="/v1/chat/completions", completion_window="24h"
+        )
         stuck = wait_for(fault_client, batch.id, statuses={"finalizing"})
         # Several finalize attempts (backoff 1 s) fail for want of space; the batch waits.
         time.sleep(4)
@@ -91,11 +94,19 @@ def test_postgres_stopped_mid_batch_gives_503_then_nothing_is_lost(fault_client,
         calls = [
             lambda: httpx.get(f"{fault_server.base_url}/batches/{batch.id}", headers=HEADERS, timeout=30),
             lambda: httpx.get(f"{fault_server.base_url}/files", headers=HEADERS, timeout=30),
-            lambda: httpx.post(f"{fault_server.base_url}/files", headers=HEADERS, timeout=30,
-                               files={"file": ("a.jsonl", b'{"a": 1}\n')}, data={"purpose": "batch"}),
-            lambda: httpx.post(f"{fault_server.base_url}/uploads", headers=HEADERS, timeout=30,
-                               json={"bytes": 1, "filename": "a.jsonl", "mime_type": "text/jsonl",
-                                     "purpose": "batch"}),
+            lambda: httpx.post(
+                f"{fault_server.base_url}/files",
+                headers=HEADERS,
+                timeout=30,
+                files={"file": ("a.jsonl", b'{"a": 1}\n')},
+                data={"purpose": "batch"},
+            ),
+            lambda: httpx.post(
+                f"{fault_server.base_url}/uploads",
+                headers=HEADERS,
+                timeout=30,
+                json={"bytes": 1, "filename": "a.jsonl", "mime_type": "text/jsonl", "purpose": "batch"},
+            ),
         ]
         for call in calls:
             response = call()

@@ -11,7 +11,11 @@ def test_chunked_upload_is_usable_as_batch_input(model_client):
     data = jsonl(lines)
     # Parts cut through the middle of lines: completion must join them byte for byte.
     upload = model_client.uploads.upload_file_chunked(
-        file=data, filename="mixed.jsonl", bytes=len(data), mime_type="text/jsonl", purpose="batch",
+        file=data,
+        filename="mixed.jsonl",
+        bytes=len(data),
+        mime_type="text/jsonl",
+        purpose="batch",
         part_size=len(data) // 4 + 1,
     )
     assert upload.status == "completed"
@@ -19,11 +23,16 @@ def test_chunked_upload_is_usable_as_batch_input(model_client):
     for endpoint, prefix in (("/v1/chat/completions", "chat-"), ("/v1/embeddings", "emb-")):
         only = jsonl([line for line in lines if line["custom_id"].startswith(prefix)])
         part_upload = model_client.uploads.upload_file_chunked(
-            file=only, filename=f"{prefix}input.jsonl", bytes=len(only), mime_type="text/jsonl",
-            purpose="batch", part_size=len(only) // 3 + 1,
+            file=only,
+            filename=f"{prefix}input.jsonl",
+            bytes=len(only),
+            mime_type="text/jsonl",
+            purpose="batch",
+            part_size=len(only) // 3 + 1,
         )
-        batch = model_client.batches.create(input_file_id=part_upload.file.id, endpoint=endpoint,
-                                            completion_window="24h")
+        batch = model_client.batches.create(
+            input_file_id=part_upload.file.id, endpoint=endpoint, completion_window="24h"
+        )
         done = wait_for(model_client, batch.id)
         assert done.status == "completed", done.errors
         output, errors = results_by_custom_id(model_client, done)

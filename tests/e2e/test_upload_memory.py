@@ -22,8 +22,9 @@ def server(request, tmp_path_factory):
     """SQLite and, in turn, each blob store: the local directory and an S3 bucket."""
     s3 = S3Location.fresh(request.getfixturevalue("seaweedfs")) if request.param == "s3" else None
     # A 300 MB batch file (the chunked upload) is above the default 200 MB batch-file limit.
-    server = ServerProcess(tmp_path_factory.mktemp("memory"), s3=s3,
-                           env={"BATCHD_MAX_BATCH_FILE_BYTES": str(512 * MB)}).start()
+    server = ServerProcess(
+        tmp_path_factory.mktemp("memory"), s3=s3, env={"BATCHD_MAX_BATCH_FILE_BYTES": str(512 * MB)}
+    ).start()
     yield server
     server.stop()
 
@@ -68,11 +69,13 @@ def test_300_mb_chunked_upload_keeps_server_rss_growth_under_100_mb(server, big_
     size = path.stat().st_size
     client = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0, timeout=600)
     with PeakRss(server.pid) as rss:
-        upload = client.uploads.upload_file_chunked(file=path, mime_type="text/jsonl", purpose="batch",
-                                                    part_size=64 * MB)
+        upload = client.uploads.upload_file_chunked(
+            file=path, mime_type="text/jsonl", purpose="batch", part_size=64 * MB
+        )
     assert upload.status == "completed" and upload.file.bytes == size and upload.bytes == size
-    print(f"server RSS growth during a {size / MB:.0f} MB chunked upload (5 parts + completion): "
-          f"{rss.growth / MB:.1f} MB")
+    print(
+        f"server RSS growth during a {size / MB:.0f} MB chunked upload (5 parts + completion): {rss.growth / MB:.1f} MB"
+    )
     assert rss.growth < 100 * MB
     assert _downloaded_sha256(client, upload.file.id) == sha256
     # The parts were removed once the file existed.

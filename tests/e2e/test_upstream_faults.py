@@ -23,8 +23,12 @@ MODEL = "fake"
 
 
 def line(custom_id: str, text: str) -> dict:
-    return {"custom_id": custom_id, "method": "POST", "url": "/v1/chat/completions",
-            "body": {"model": MODEL, "messages": [{"role": "user", "content": text}], "max_tokens": 4}}
+    return {
+        "custom_id": custom_id,
+        "method": "POST",
+        "url": "/v1/chat/completions",
+        "body": {"model": MODEL, "messages": [{"role": "user", "content": text}], "max_tokens": 4},
+    }
 
 
 @pytest.fixture(scope="module")
@@ -36,11 +40,23 @@ def fake(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def upstream_server(start_server, fake, tmp_path_factory):
-    config = upstream_config(tmp_path_factory.mktemp("upstream-config") / "models.json", {
-        MODEL: {"model": fake.model, "timeout_s": 1.5, "deadline_s": 60, "health_interval_s": 0.5,
-                "max_concurrency": 8}})
-    return start_server({"BATCHD_API_KEYS": API_KEYS_ENV}, models=True,
-                        args=["--model", f"{MODEL}={fake.urls[0]}", "--config", str(config)])
+    config = upstream_config(
+        tmp_path_factory.mktemp("upstream-config") / "models.json",
+        {
+            MODEL: {
+                "model": fake.model,
+                "timeout_s": 1.5,
+                "deadline_s": 60,
+                "health_interval_s": 0.5,
+                "max_concurrency": 8,
+            }
+        },
+    )
+    return start_server(
+        {"BATCHD_API_KEYS": API_KEYS_ENV},
+        models=True,
+        args=["--model", f"{MODEL}={fake.urls[0]}", "--config", str(config)],
+    )
 
 
 @pytest.fixture
@@ -82,17 +98,23 @@ def test_cancel_closes_the_requests_in_flight(client, fake):
 
 def test_faults_are_retried_and_a_400_is_the_lines_answer(client, fake):
     run = f"{time.monotonic_ns()}"  # plans are counted per text: unique across backends
-    plans = {"429": "429,ok", "503": "503,503,ok", "500": "500,ok", "reset": "reset,ok",
-             "stall": "stall,ok", "mixed": "429,reset,500,ok", "ok": "ok"}
-    lines = [line(f"{kind}-{i}", f"plan:{plan}#{run}-{kind}-{i}")
-             for kind, plan in plans.items() for i in range(6)]
+    plans = {
+        "429": "429,ok",
+        "503": "503,503,ok",
+        "500": "500,ok",
+        "reset": "reset,ok",
+        "stall": "stall,ok",
+        "mixed": "429,reset,500,ok",
+        "ok": "ok",
+    }
+    lines = [line(f"{kind}-{i}", f"plan:{plan}#{run}-{kind}-{i}") for kind, plan in plans.items() for i in range(6)]
     lines += [line(f"bad-{i}", f"plan:400#{run}-{i}") for i in range(4)]
     before = fake.stats()
     batch = wait_for(client, create(client, lines).id, timeout=120)
 
     assert batch.status == "completed", batch
     output, errors = results_by_custom_id(client, batch)
-    assert set(output) | set(errors) == {l["custom_id"] for l in lines}
+    assert set(output) | set(errors) == {rec["custom_id"] for rec in lines}
     assert set(errors) == {f"bad-{i}" for i in range(4)}
     for record in errors.values():
         assert record["response"]["status_code"] == 400
@@ -111,9 +133,18 @@ def test_a_killed_url_leaves_the_rotation_and_comes_back(start_server, tmp_path_
     logs = tmp_path_factory.mktemp("fleet")
     a = FakeFleet(logs, delay_ms=40, max_concurrency=4).start()
     b = FakeFleet(logs, delay_ms=40, max_concurrency=4).start()
-    config = upstream_config(logs / "models.json", {
-        MODEL: {"urls": [*a.urls, *b.urls], "model": a.model, "max_concurrency": 4, "timeout_s": 5,
-                "health_interval_s": 0.5}})
+    config = upstream_config(
+        logs / "models.json",
+        {
+            MODEL: {
+                "urls": [*a.urls, *b.urls],
+                "model": a.model,
+                "max_concurrency": 4,
+                "timeout_s": 5,
+                "health_interval_s": 0.5,
+            }
+        },
+    )
     server = start_server({"BATCHD_API_KEYS": API_KEYS_ENV}, models=True, args=["--config", str(config)])
     client = openai.OpenAI(base_url=server.base_url, api_key="key-a", max_retries=2)
     seen: list[str] = []

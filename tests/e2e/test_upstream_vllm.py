@@ -16,7 +16,15 @@ from app.engine.catalog import _minilm_path
 from app.engine.tiny_chat import build_tiny_chat_model
 from tests.conftest import API_KEYS_ENV
 from tests.support import head_start
-from tests.support.batches import CHAT_MODEL, EMBED_MODEL, chat_line, create, embedding_line, results_by_custom_id, wait_for
+from tests.support.batches import (
+    CHAT_MODEL,
+    EMBED_MODEL,
+    chat_line,
+    create,
+    embedding_line,
+    results_by_custom_id,
+    wait_for,
+)
 from tests.support.upstreams import VllmServer
 
 # Fields that differ between two answers to the same request.
@@ -52,8 +60,11 @@ def vllm_servers(head_starts):
 @pytest.fixture(scope="module")
 def client(start_server, vllm_servers):
     chat, embed = vllm_servers
-    server = start_server({"BATCHD_API_KEYS": API_KEYS_ENV}, models=True,
-                          args=["--model", f"{CHAT_MODEL}={chat.url}", "--model", f"{EMBED_MODEL}={embed.url}"])
+    server = start_server(
+        {"BATCHD_API_KEYS": API_KEYS_ENV},
+        models=True,
+        args=["--model", f"{CHAT_MODEL}={chat.url}", "--model", f"{EMBED_MODEL}={embed.url}"],
+    )
     assert "Engine for" not in server.log()
     return openai.OpenAI(base_url=server.base_url, api_key="key-a", max_retries=0)
 
@@ -84,7 +95,8 @@ def test_chat_batch_matches_the_upstream(client, vllm_servers):
         got = output[source["custom_id"]]
         want = direct(vllm_servers[0].url, source["url"], source["body"])
         assert {k: v for k, v in got.items() if k not in VOLATILE} == {
-            k: v for k, v in want.items() if k not in VOLATILE}
+            k: v for k, v in want.items() if k not in VOLATILE
+        }
     assert batch.usage.output_tokens == sum(body["usage"]["completion_tokens"] for body in output.values())
 
 
@@ -96,5 +108,7 @@ def test_embeddings_batch_matches_the_upstream(client, vllm_servers):
         want = direct(vllm_servers[1].url, source["url"], source["body"])
         assert got["usage"] == want["usage"] and got["model"] == want["model"]
         # Floats of one input can differ in the last bits with what it was batched with.
-        assert all(math.isclose(a, b, abs_tol=1e-5)
-                   for a, b in zip(got["data"][0]["embedding"], want["data"][0]["embedding"], strict=True))
+        assert all(
+            math.isclose(a, b, abs_tol=1e-5)
+            for a, b in zip(got["data"][0]["embedding"], want["data"][0]["embedding"], strict=True)
+        )

@@ -133,7 +133,7 @@ def test_embeddings(registry, run):
     assert result.usage.input_tokens > 0 and result.usage.output_tokens == 0
 
     def cosine(a, b):
-        return sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+        return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
 
     # Real embeddings: paraphrases are closer than unrelated sentences.
     assert cosine(vectors[0], vectors[1]) > cosine(vectors[0], vectors[2]) + 0.3
@@ -210,9 +210,7 @@ def test_validate_line(registry):
     problem = registry.validate_line("/v1/moderations", chat_body())
     assert (problem.code, problem.param) == ("invalid_url", "url")
 
-    problem = registry.validate_line(
-        "/v1/embeddings", {"model": MINILM_NAME, "input": "x", "encoding_format": "bytes"}
-    )
+    problem = registry.validate_line("/v1/embeddings", {"model": MINILM_NAME, "input": "x", "encoding_format": "bytes"})
     assert (problem.code, problem.param) == ("invalid_request", "body.encoding_format")
 
 
@@ -236,9 +234,7 @@ def test_abort_mid_generation(registry, run):
 
 def test_cancelling_the_caller_is_not_an_abort(registry, run):
     async def scenario():
-        task = asyncio.create_task(
-            registry.execute(CHAT, chat_body(max_tokens=2000, ignore_eos=True), "cancel-1")
-        )
+        task = asyncio.create_task(registry.execute(CHAT, chat_body(max_tokens=2000, ignore_eos=True), "cancel-1"))
         await asyncio.sleep(0.3)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -52,6 +52,4 @@ def test_tokenizer_and_config(tmp_path):
         [{"role": "user", "content": "Hello there"}], tokenize=False, add_generation_prompt=True
     )
     assert prompt == "<|bos|><|user|>Hello there<|eos|><|assistant|>"
-    assert tokenizer.decode(tokenizer("Hello there")["input_ids"], skip_special_tokens=True) == (
-        "Hello there"
-    )
+    assert tokenizer.decode(tokenizer("Hello there")["input_ids"], skip_special_tokens=True) == ("Hello there")

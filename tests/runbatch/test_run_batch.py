@@ -26,7 +26,9 @@ SEEDS = Path(__file__).parents[1] / "fixtures" / "seeds"
 VOLATILE = {"id", "created", "created_at", "request_id", "system_fingerprint"}
 
 
-def _run_batch(tmp_path: Path, *args: str, stdin: bytes | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+def _run_batch(
+    tmp_path: Path, *args: str, stdin: bytes | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess:
     cmd = [str(BATCHD), "run-batch", *args, EAGER_FLAG, "--data-dir", str(tmp_path / "models")]
     return subprocess.run(cmd, input=stdin, capture_output=True, timeout=timeout, check=False)
 
@@ -78,19 +80,29 @@ def seed_runs(tmp_path_factory) -> SeedRuns:
     source, out = tmp / "embed.jsonl", tmp / "embed.out.jsonl"
     source.write_bytes(_seed_inputs(EMBED_MODEL))
     with ThreadPoolExecutor() as pool:
-        chat_run = pool.submit(_run_batch, tmp / "chat", "-i", "-", "-o", "-", "--model", CHAT_MODEL,
-                               stdin=chat_lines[0] + MALFORMED + b"".join(chat_lines[1:]))
-        embed_run = pool.submit(_run_batch, tmp / "embed", "-i", str(source), "-o", str(out),
-                                "--model", EMBED_MODEL)
+        chat_run = pool.submit(
+            _run_batch,
+            tmp / "chat",
+            "-i",
+            "-",
+            "-o",
+            "-",
+            "--model",
+            CHAT_MODEL,
+            stdin=chat_lines[0] + MALFORMED + b"".join(chat_lines[1:]),
+        )
+        embed_run = pool.submit(_run_batch, tmp / "embed", "-i", str(source), "-o", str(out), "--model", EMBED_MODEL)
         chat, embed = chat_run.result(), embed_run.result()
     assert chat.returncode == 0, chat.stderr.decode()[-3000:]
     assert embed.returncode == 0, embed.stderr.decode()[-3000:]
     assert b"done: " in embed.stderr
     lines = [json.loads(raw) for raw in chat.stdout.splitlines() + out.read_bytes().splitlines()]
     rejected_ids = {None, "no-body"}
-    return SeedRuns(results={line["custom_id"]: line for line in lines if line["custom_id"] not in rejected_ids},
-                    rejected=[line for line in lines if line["custom_id"] in rejected_ids],
-                    chat_stderr=chat.stderr)
+    return SeedRuns(
+        results={line["custom_id"]: line for line in lines if line["custom_id"] not in rejected_ids},
+        rejected=[line for line in lines if line["custom_id"] in rejected_ids],
+        chat_stderr=chat.stderr,
+    )
 
 
 # The comparison is of response bodies, which no database touches: the SQLite server suffices.
@@ -159,10 +171,21 @@ def test_presigned_get_and_put_with_retries_and_an_error_file(tmp_path):
     base = f"http://127.0.0.1:{http.server_address[1]}"
     try:
         # --max-model-len is a vLLM engine flag, passed through to the engine.
-        done = _run_batch(tmp_path, "-i", f"{base}/bucket/in.jsonl?X-Amz-Signature=abc",
-                          "-o", f"{base}/bucket/out.jsonl?X-Amz-Signature=def", "--error-file", str(errors),
-                          "--output-tmp-dir", str(tmp_path / "staging"), "--model", CHAT_MODEL,
-                          "--max-model-len", "1024")
+        done = _run_batch(
+            tmp_path,
+            "-i",
+            f"{base}/bucket/in.jsonl?X-Amz-Signature=abc",
+            "-o",
+            f"{base}/bucket/out.jsonl?X-Amz-Signature=def",
+            "--error-file",
+            str(errors),
+            "--output-tmp-dir",
+            str(tmp_path / "staging"),
+            "--model",
+            CHAT_MODEL,
+            "--max-model-len",
+            "1024",
+        )
     finally:
         http.shutdown()
     assert done.returncode == 0, done.stderr.decode()[-3000:]
@@ -187,8 +210,19 @@ def test_resume_after_sigkill_writes_each_line_once_and_leaves_no_engine_behind(
         good.insert(at, b"{not json %d\n" % at)
     source.write_bytes(b"".join(good))
     partial = tmp_path / "out.jsonl.partial"
-    cmd = [str(BATCHD), "run-batch", "-i", str(source), "-o", str(out), "--model", CHAT_MODEL, EAGER_FLAG,
-           "--data-dir", str(tmp_path / "models")]
+    cmd = [
+        str(BATCHD),
+        "run-batch",
+        "-i",
+        str(source),
+        "-o",
+        str(out),
+        "--model",
+        CHAT_MODEL,
+        EAGER_FLAG,
+        "--data-dir",
+        str(tmp_path / "models"),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 600
     while not (partial.exists() and partial.read_bytes().count(b"\n") >= 300):
@@ -211,5 +245,5 @@ def test_resume_after_sigkill_writes_each_line_once_and_leaves_no_engine_behind(
     assert len(ids) == total and set(ids) == {f"r{i}" for i in range(total)}
     rejected = [line["error"]["message"] for line in lines if line["custom_id"] is None]
     assert sorted(rejected) == sorted(f"Line {at + 1} is not parseable as valid JSON." for at in not_json)
-    assert f"already done before --resume".encode() in done.stderr
+    assert b"already done before --resume" in done.stderr
     assert not partial.exists()

@@ -32,7 +32,7 @@ def store_and_contents(request, tmp_path, monkeypatch):
 async def _write(store, data: bytes, project: str | None = None, file_id: str | None = None):
     writer = store.new_writer(project, file_id)
     for start in range(0, len(data), 1024 * 1024):
-        writer.write(data[start:start + 1024 * 1024])
+        writer.write(data[start : start + 1024 * 1024])
         await writer.drain()
     return writer
 
@@ -57,8 +57,14 @@ def test_write_read_ranges_delete(store_and_contents):
                 assert await _read(store, "proj", file_id) == BLOB
             assert await _read(store, "proj", "file-small") == b"tiny"
             edge = PART_BYTES
-            for start, end in ((0, 10), (edge - 5, edge + 5), (edge, None), (len(BLOB) - 3, len(BLOB) + 100),
-                               (7, 7), (len(BLOB), None)):
+            for start, end in (
+                (0, 10),
+                (edge - 5, edge + 5),
+                (edge, None),
+                (len(BLOB) - 3, len(BLOB) + 100),
+                (7, 7),
+                (len(BLOB), None),
+            ):
                 assert await _read(store, "proj", "file-named", start, end) == BLOB[start:end], (start, end)
             assert await store.exists("proj", "file-named")
             assert not await store.exists("proj", "file-missing")
@@ -85,7 +91,7 @@ def test_discard_and_sweep_leave_nothing(store_and_contents):
     async def run() -> None:
         try:
             before = contents()
-            one_part = BLOB[:PART_BYTES + 1]  # one part sent, a byte still buffered
+            one_part = BLOB[: PART_BYTES + 1]  # one part sent, a byte still buffered
             discarded = await _write(store, one_part, "proj", "file-discarded")
             assert contents() != before  # a temp file, or a multipart upload with parts
             await discarded.discard()

@@ -21,14 +21,23 @@ def chat_line(custom_id: str, text: str = "Hello world!", max_tokens: int = 8, *
         "custom_id": custom_id,
         "method": "POST",
         "url": "/v1/chat/completions",
-        "body": {"model": CHAT_MODEL, "messages": [{"role": "user", "content": text}],
-                 "max_tokens": max_tokens, "temperature": 0, **body},
+        "body": {
+            "model": CHAT_MODEL,
+            "messages": [{"role": "user", "content": text}],
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            **body,
+        },
     }
 
 
 def embedding_line(custom_id: str, text: str = "a sentence to embed") -> dict:
-    return {"custom_id": custom_id, "method": "POST", "url": "/v1/embeddings",
-            "body": {"model": EMBED_MODEL, "input": text}}
+    return {
+        "custom_id": custom_id,
+        "method": "POST",
+        "url": "/v1/embeddings",
+        "body": {"model": EMBED_MODEL, "input": text},
+    }
 
 
 def upload(client: openai.OpenAI, lines: list[dict] | bytes, name: str = "input.jsonl"):
@@ -64,4 +73,4 @@ def results_by_custom_id(client: openai.OpenAI, batch) -> tuple[dict, dict]:
     output, errors = read_lines(client, batch.output_file_id), read_lines(client, batch.error_file_id)
     ids = [line["custom_id"] for line in output + errors]
     assert len(ids) == len(set(ids)), "a custom_id appears more than once"
-    return {l["custom_id"]: l for l in output}, {l["custom_id"]: l for l in errors}
+    return {rec["custom_id"]: rec for rec in output}, {rec["custom_id"]: rec for rec in errors}

@@ -11,7 +11,8 @@ EAGER_FLAG = "--enforce-eager"
 
 def eager_config(path: Path, models: dict[str, dict]) -> Path:
     """Write a `--config` file serving `models` ({name: options}), each engine eager."""
-    document = {"models": {name: {**options, "engine_args": {"enforce_eager": True}}
-                           for name, options in models.items()}}
+    document = {
+        "models": {name: {**options, "engine_args": {"enforce_eager": True}} for name, options in models.items()}
+    }
     path.write_text(json.dumps(document))
     return path

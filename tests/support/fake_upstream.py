@@ -29,8 +29,14 @@ from collections import Counter
 
 _STALL_S = 60.0
 
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests",
-            500: "Internal Server Error", 503: "Service Unavailable"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
 
 
 class FakeUpstream:
@@ -41,16 +47,17 @@ class FakeUpstream:
         self.stats: Counter[str] = Counter()
         self.attempts: Counter[str] = Counter()
         self.open_connections = 0
-        self._models = json.dumps({"object": "list", "data": [
-            {"id": model, "object": "model", "created": 0, "owned_by": "fake"}]}).encode()
+        self._models = json.dumps(
+            {"object": "list", "data": [{"id": model, "object": "model", "created": 0, "owned_by": "fake"}]}
+        ).encode()
 
     async def serve(self, port: int) -> asyncio.AbstractServer:
         gate = asyncio.Semaphore(self.max_concurrency)
-        return await asyncio.start_server(lambda r, w: self._connection(r, w, gate), "127.0.0.1", port,
-                                          backlog=1024)
+        return await asyncio.start_server(lambda r, w: self._connection(r, w, gate), "127.0.0.1", port, backlog=1024)
 
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                          gate: asyncio.Semaphore) -> None:
+    async def _connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, gate: asyncio.Semaphore
+    ) -> None:
         self.open_connections += 1
         try:
             while True:
@@ -102,8 +109,14 @@ class FakeUpstream:
         if act != "ok":
             status = int(act)
             headers = b"Retry-After: 1\r\n" if status == 429 else b""
-            message = {"error": {"message": f"fake {act}", "type": "BadRequestError" if status == 400 else "Error",
-                                 "param": None, "code": status}}
+            message = {
+                "error": {
+                    "message": f"fake {act}",
+                    "type": "BadRequestError" if status == 400 else "Error",
+                    "param": None,
+                    "code": status,
+                }
+            }
             return _write(writer, status, json.dumps(message).encode(), headers)
         async with gate:
             self.stats["in_flight"] += 1
@@ -118,7 +131,7 @@ class FakeUpstream:
         text = messages[-1].get("content") if messages else None
         if not isinstance(text, str) or not text.startswith("plan:"):
             return "ok"
-        plan = text[len("plan:"):].split("#")[0].split(",")
+        plan = text[len("plan:") :].split("#")[0].split(",")
         attempt = self.attempts[text]
         self.attempts[text] += 1
         return plan[min(attempt, len(plan) - 1)]
@@ -129,7 +142,7 @@ async def _client_gone(reader: asyncio.StreamReader, timeout: float | None) -> b
     try:
         await asyncio.wait_for(reader.read(1), timeout)
         return True
-    except (asyncio.TimeoutError, TimeoutError):
+    except TimeoutError:
         return False
     except ConnectionError:
         return True
@@ -139,19 +152,33 @@ def _reply(path: str, request: dict) -> bytes:
     if path == "/v1/embeddings":
         inputs = request.get("input")
         count = len(inputs) if isinstance(inputs, list) else 1
-        return json.dumps({"object": "list", "model": request.get("model"), "data": [
-            {"object": "embedding", "index": i, "embedding": [0.0, 1.0]} for i in range(count)],
-            "usage": {"prompt_tokens": 3 * count, "total_tokens": 3 * count}}).encode()
-    return json.dumps({
-        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": request.get("model"),
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "fake answer"},
-                     "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}).encode()
+        return json.dumps(
+            {
+                "object": "list",
+                "model": request.get("model"),
+                "data": [{"object": "embedding", "index": i, "embedding": [0.0, 1.0]} for i in range(count)],
+                "usage": {"prompt_tokens": 3 * count, "total_tokens": 3 * count},
+            }
+        ).encode()
+    return json.dumps(
+        {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 0,
+            "model": request.get("model"),
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "fake answer"}, "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+        }
+    ).encode()
 
 
 def _write(writer: asyncio.StreamWriter, status: int, payload: bytes, extra: bytes = b"") -> bool:
-    writer.write(b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n%s\r\n%s"
-                 % (status, _REASONS.get(status, "Error").encode(), len(payload), extra, payload))
+    writer.write(
+        b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n%s\r\n%s"
+        % (status, _REASONS.get(status, "Error").encode(), len(payload), extra, payload)
+    )
     return True
 
 
@@ -175,8 +202,9 @@ async def main(argv: list[str] | None = None) -> None:
     if args.cpu_file:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         with open(args.cpu_file, "w") as out:
-            json.dump({"cpu_s": usage.ru_utime + usage.ru_stime, "requests": fake.stats["requests"],
-                       "pid": os.getpid()}, out)
+            json.dump(
+                {"cpu_s": usage.ru_utime + usage.ru_stime, "requests": fake.stats["requests"], "pid": os.getpid()}, out
+            )
 
 
 if __name__ == "__main__":

@@ -74,16 +74,17 @@ class PrivatePostgres:
     def _run(self, *args: str) -> None:
         subprocess.run([*self._as, *args], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
-    def init(self) -> "PrivatePostgres":
+    def init(self) -> PrivatePostgres:
         if not (PG_BIN / "initdb").exists():
             pytest.skip(f"no Postgres binaries in {PG_BIN}")
         self._run(str(PG_BIN / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
         return self.start()
 
-    def start(self) -> "PrivatePostgres":
+    def start(self) -> PrivatePostgres:
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
-        self._run(str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.root / "log"),
-                  "-w", "start")
+        self._run(
+            str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "start"
+        )
         return self
 
     def stop(self) -> None:

@@ -47,17 +47,21 @@ class BackgroundRun:
         self.work_dir = work_dir
         self.stdout_path, self.stderr_path = work_dir / "stdout", work_dir / "stderr"
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True
+            )
 
     def wait(self, timeout: float) -> subprocess.CompletedProcess:
         try:
             self.proc.wait(timeout)
         finally:
             self.stop()
-        return subprocess.CompletedProcess(self.proc.args, self.proc.returncode,
-                                           self.stdout_path.read_text(errors="replace"),
-                                           self.stderr_path.read_text(errors="replace"))
+        return subprocess.CompletedProcess(
+            self.proc.args,
+            self.proc.returncode,
+            self.stdout_path.read_text(errors="replace"),
+            self.stderr_path.read_text(errors="replace"),
+        )
 
     def stop(self) -> None:
         """Whatever is left of its process group goes."""

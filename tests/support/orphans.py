@@ -43,7 +43,8 @@ def kill_alone_and_assert_no_orphans(pid: int) -> float:
                     p.kill()
                 except psutil.Error:
                     pass
-            raise AssertionError(f"orphans after {ORPHAN_DEADLINE_SECONDS} s: {left} "
-                                 f"(holding {rss >> 20} MB when the parent died)")
+            raise AssertionError(
+                f"orphans after {ORPHAN_DEADLINE_SECONDS} s: {left} (holding {rss >> 20} MB when the parent died)"
+            )
         time.sleep(0.1)
     return time.monotonic() - started

@@ -23,7 +23,7 @@ class S3Location:
     prefix: str = "blobs"
 
     @classmethod
-    def fresh(cls, server: SeaweedFS) -> "S3Location":
+    def fresh(cls, server: SeaweedFS) -> S3Location:
         location = cls(server, f"batchd-{uuid.uuid4().hex[:12]}")
         ensure_bucket(server, location.bucket)
         return location
@@ -43,8 +43,11 @@ def client(s3server):
 def _client(endpoint_url: str):
     # Cached: making a botocore client loads its service model, about a second on a busy VM.
     return botocore.session.get_session().create_client(
-        "s3", endpoint_url=endpoint_url, region_name=REGION,
-        aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
+        "s3",
+        endpoint_url=endpoint_url,
+        region_name=REGION,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
         config=Config(retries={"max_attempts": 2}),
     )
 

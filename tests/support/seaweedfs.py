@@ -51,28 +51,49 @@ class SeaweedFS:
             "AWS_DEFAULT_REGION": REGION,
         }
 
-    def start(self, timeout: float = 60) -> "SeaweedFS":
+    def start(self, timeout: float = 60) -> SeaweedFS:
         data = self.root / "data"
         data.mkdir(parents=True, exist_ok=True)
         config = self.root / "s3.json"
-        config.write_text(json.dumps({"identities": [{
-            "name": "batchd",
-            "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
-            "actions": ["Admin", "Read", "Write", "List", "Tagging"],
-        }]}))
+        config.write_text(
+            json.dumps(
+                {
+                    "identities": [
+                        {
+                            "name": "batchd",
+                            "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+                            "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+                        }
+                    ]
+                }
+            )
+        )
         ports = {name: free_port() for name in ("master", "volume", "filer")}
         # Every gRPC port explicitly too: weed's default (port + 10000) may be taken or invalid.
         grpc = {name: free_port() for name in ("master", "volume", "filer", "s3")}
         cmd = [
-            weed_binary(), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data}",
-            f"-master.port={ports['master']}", f"-master.port.grpc={grpc['master']}",
+            weed_binary(),
+            "server",
+            "-ip=127.0.0.1",
+            "-ip.bind=127.0.0.1",
+            f"-dir={data}",
+            f"-master.port={ports['master']}",
+            f"-master.port.grpc={grpc['master']}",
             # Small volumes and no preallocation: the default 30 GB volumes would not fit a test disk.
-            "-master.volumeSizeLimitMB=256", "-volume.max=0",
-            f"-volume.port={ports['volume']}", f"-volume.port.grpc={grpc['volume']}",
-            "-filer", f"-filer.port={ports['filer']}", f"-filer.port.grpc={grpc['filer']}",
-            "-s3", f"-s3.port={self.port}", f"-s3.port.grpc={grpc['s3']}", f"-s3.config={config}",
+            "-master.volumeSizeLimitMB=256",
+            "-volume.max=0",
+            f"-volume.port={ports['volume']}",
+            f"-volume.port.grpc={grpc['volume']}",
+            "-filer",
+            f"-filer.port={ports['filer']}",
+            f"-filer.port.grpc={grpc['filer']}",
+            "-s3",
+            f"-s3.port={self.port}",
+            f"-s3.port.grpc={grpc['s3']}",
+            f"-s3.config={config}",
             # Its Iceberg and Lance listeners default to fixed ports: two servers would clash.
-            "-s3.port.iceberg=0", "-s3.port.lance=0",
+            "-s3.port.iceberg=0",
+            "-s3.port.lance=0",
         ]
         self._log = open(self.root / "weed.log", "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)

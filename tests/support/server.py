@@ -54,7 +54,7 @@ class ServerProcess:
         assert self.proc is not None
         return self.proc.pid
 
-    def start(self, timeout: float = 300) -> "ServerProcess":
+    def start(self, timeout: float = 300) -> ServerProcess:
         cmd = [str(BATCHD), "serve", "--port", str(self.port), "--data-dir", str(self.data_dir)]
         if self.database_url:
             cmd += ["--database-url", self.database_url]

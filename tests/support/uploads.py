@@ -5,8 +5,8 @@ from __future__ import annotations
 
 BOUNDARY = "b0undary"
 _PARTS_HEAD = (
-    f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nuser_data\r\n"
-    f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n"
+    f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nuser_data\r\n'
+    f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\n'
     "Content-Type: application/octet-stream\r\n\r\n"
 ).encode()
 

@@ -33,8 +33,15 @@ def wait_healthy(url: str, proc: subprocess.Popen, log_path: Path, timeout: floa
 class FakeFleet:
     """One fake-upstream process serving ``count`` ports (or the given ones)."""
 
-    def __init__(self, log_dir: Path, count: int = 1, ports: list[int] | None = None, model: str = "fake-model",
-                 delay_ms: float = 0.0, max_concurrency: int = 1_000_000) -> None:
+    def __init__(
+        self,
+        log_dir: Path,
+        count: int = 1,
+        ports: list[int] | None = None,
+        model: str = "fake-model",
+        delay_ms: float = 0.0,
+        max_concurrency: int = 1_000_000,
+    ) -> None:
         self.ports = ports or [free_port() for _ in range(count)]
         self.model = model
         self.delay_ms, self.max_concurrency = delay_ms, max_concurrency
@@ -46,15 +53,26 @@ class FakeFleet:
     def urls(self) -> list[str]:
         return [f"http://127.0.0.1:{port}/v1" for port in self.ports]
 
-    def start(self) -> "FakeFleet":
-        cmd = [sys.executable, "-m", "tests.support.fake_upstream", "--model", self.model,
-               "--delay-ms", str(self.delay_ms), "--max-concurrency", str(self.max_concurrency),
-               "--cpu-file", str(self.cpu_file)]
+    def start(self) -> FakeFleet:
+        cmd = [
+            sys.executable,
+            "-m",
+            "tests.support.fake_upstream",
+            "--model",
+            self.model,
+            "--delay-ms",
+            str(self.delay_ms),
+            "--max-concurrency",
+            str(self.max_concurrency),
+            "--cpu-file",
+            str(self.cpu_file),
+        ]
         for port in self.ports:
             cmd += ["--port", str(port)]
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                         cwd=Path(__file__).resolve().parents[2])
+            self.proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[2]
+            )
         for url in self.urls:
             wait_healthy(f"{url}/models", self.proc, self.log_path, 30)
         return self
@@ -89,8 +107,9 @@ def paced_fleet(log_dir: Path, served_name: str) -> tuple[FakeFleet, Path]:
     sends at most 8), slow enough to kill batchd mid-batch, and the config serving it as
     `served_name`."""
     fleet = FakeFleet(log_dir, delay_ms=40, max_concurrency=8).start()
-    config = upstream_config(log_dir / "models.json", {served_name: {"urls": fleet.urls, "model": fleet.model,
-                                                                      "max_concurrency": 8}})
+    config = upstream_config(
+        log_dir / "models.json", {served_name: {"urls": fleet.urls, "model": fleet.model, "max_concurrency": 8}}
+    )
     return fleet, config
 
 
@@ -100,23 +119,38 @@ class VllmServer:
     def __init__(self, log_dir: Path, model_path: str, served_name: str, extra: list[str] = ()) -> None:
         self.port = free_port()
         self.log_path = log_dir / f"vllm-{served_name}-{self.port}.log"
-        self.cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--host", "127.0.0.1",
-                    "--port", str(self.port), "--model", model_path, "--served-model-name", served_name,
-                    "--enforce-eager", "--dtype", "float32", *extra]
+        self.cmd = [
+            sys.executable,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--model",
+            model_path,
+            "--served-model-name",
+            served_name,
+            "--enforce-eager",
+            "--dtype",
+            "float32",
+            *extra,
+        ]
         self.proc: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def launch(self) -> "VllmServer":
+    def launch(self) -> VllmServer:
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                self.cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
         return self
 
-    def wait(self, timeout: float = 400) -> "VllmServer":
+    def wait(self, timeout: float = 400) -> VllmServer:
         assert self.proc is not None
         wait_healthy(f"http://127.0.0.1:{self.port}/health", self.proc, self.log_path, timeout)
         return self

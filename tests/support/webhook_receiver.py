@@ -47,7 +47,7 @@ class WebhookReceiver:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
 
-    def __enter__(self) -> "WebhookReceiver":
+    def __enter__(self) -> WebhookReceiver:
         self.thread.start()
         return self
 

@@ -29,13 +29,23 @@ def missing_browser() -> str | None:
 def start_chromium(download_dir: Path, width: int = 1200, height: int = 900) -> webdriver.Chrome:
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                f"--window-size={width},{height}", "--lang=en-US", "--no-first-run"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        f"--window-size={width},{height}",
+        "--lang=en-US",
+        "--no-first-run",
+    ):
         options.add_argument(arg)
-    options.add_experimental_option("prefs", {
-        "download.default_directory": str(download_dir),
-        "download.prompt_for_download": False,
-    })
+    options.add_experimental_option(
+        "prefs",
+        {
+            "download.default_directory": str(download_dir),
+            "download.prompt_for_download": False,
+        },
+    )
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     # An explicit driver path: Selenium Manager never runs, so nothing is downloaded.
     driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)

@@ -51,8 +51,11 @@ def browser(model_server, downloads):
     assert driver.execute_script("return sessionStorage.getItem('batchd.apiKey')") == KEY
     driver.ui = ui
     yield driver
-    severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE" and "Incorrect" not in e["message"]
-              and "status of 401" not in e["message"]]
+    severe = [
+        e
+        for e in driver.get_log("browser")
+        if e["level"] == "SEVERE" and "Incorrect" not in e["message"] and "status of 401" not in e["message"]
+    ]
     driver.quit()
     assert not severe, severe
 
@@ -104,8 +107,9 @@ def _run_and_watch(browser, client, lines: int):
     """Creates a batch and follows it on the list, then on its page, until it completes."""
     # 64 tokens a line, never stopped early: on a quiet machine the tiny model runs a 1,500-line
     # batch of short answers between two refreshes.
-    batch = create(client, [chat_line(f"ui-{i}", f"dashboard line {i}", max_tokens=64, ignore_eos=True)
-                            for i in range(lines)])
+    batch = create(
+        client, [chat_line(f"ui-{i}", f"dashboard line {i}", max_tokens=64, ignore_eos=True) for i in range(lines)]
+    )
     assert batch.status == "validating"
     _go(browser, "/batches")
     on_list = _watch(browser, _row_state, batch.id, lambda status, done: status == "completed" or done > 0)
@@ -149,18 +153,24 @@ def _screenshot(browser, path: Path) -> None:
 
 
 def test_cancel_a_running_batch_from_its_page(browser, model_client):
-    batch = create(model_client, [chat_line(f"c-{i}", f"cancel me {i}", max_tokens=64, ignore_eos=True) for i in range(1500)])
+    batch = create(
+        model_client, [chat_line(f"c-{i}", f"cancel me {i}", max_tokens=64, ignore_eos=True) for i in range(1500)]
+    )
     wait_for(model_client, batch.id, statuses={"in_progress"}, timeout=60)
     _go(browser, f"/batch/{batch.id}")
     _click(browser, "#cancel-batch:not([hidden])")
     eventually(lambda: browser.switch_to.alert, what="the confirm dialog").accept()
-    eventually(lambda: model_client.batches.retrieve(batch.id).status in ("cancelling", "cancelled"),
-               what="cancelling via the API")
+    eventually(
+        lambda: model_client.batches.retrieve(batch.id).status in ("cancelling", "cancelled"),
+        what="cancelling via the API",
+    )
     final = wait_for(model_client, batch.id, timeout=60)
     assert final.status == "cancelled"
     assert final.request_counts.completed < 1500  # the rest count as failed (batch_cancelled)
-    eventually(lambda: _page_state(browser, batch.id) and _page_state(browser, batch.id)[0] == "cancelled",
-               what="the page showing cancelled")
+    eventually(
+        lambda: _page_state(browser, batch.id) and _page_state(browser, batch.id)[0] == "cancelled",
+        what="the page showing cancelled",
+    )
     assert not browser.find_element(By.ID, "cancel-batch").is_displayed()
 
 
@@ -169,10 +179,17 @@ def test_upload_by_picker_then_download_and_delete(browser, model_client, tmp_pa
     path = tmp_path / "dashboard-notes.txt"
     path.write_bytes(data)
     _go(browser, "/files")
-    Select(eventually(lambda: browser.find_element(By.ID, "upload-purpose"), what="purpose")).select_by_value("user_data")
+    Select(eventually(lambda: browser.find_element(By.ID, "upload-purpose"), what="purpose")).select_by_value(
+        "user_data"
+    )
     browser.find_element(By.ID, "upload-input").send_keys(str(path))
-    status = eventually(lambda: "Uploaded" in browser.find_element(By.ID, "upload-status").text
-                        and browser.find_element(By.ID, "upload-status").text, what="upload status")
+    status = eventually(
+        lambda: (
+            "Uploaded" in browser.find_element(By.ID, "upload-status").text
+            and browser.find_element(By.ID, "upload-status").text
+        ),
+        what="upload status",
+    )
     file_id = status.split(" as ")[1].rstrip(".")
     stored = model_client.files.retrieve(file_id)
     assert (stored.filename, stored.purpose, stored.bytes) == ("dashboard-notes.txt", "user_data", len(data))
@@ -192,7 +209,9 @@ def test_upload_by_picker_then_download_and_delete(browser, model_client, tmp_pa
 def test_models_page_shows_each_engine(browser, model_client):
     _go(browser, "/models")
     for model in model_client.models.list():
-        row = eventually(lambda: browser.find_element(By.CSS_SELECTOR, f'tr[data-model-id="{model.id}"]'), what=model.id)
+        row = eventually(
+            lambda model=model: browser.find_element(By.CSS_SELECTOR, f'tr[data-model-id="{model.id}"]'), what=model.id
+        )
         assert "ready" in row.text
 
 

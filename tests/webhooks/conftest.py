@@ -18,8 +18,9 @@ HOOKS_KEY = "key-hooks"
 
 @pytest.fixture(scope="session")
 def hooks_server(start_server):
-    return start_server({"BATCHD_API_KEYS": API_KEYS_ENV, **WEBHOOK_TEST_ENV,
-                         "BATCHD_WEBHOOK_DISABLE_AFTER_SECONDS": "3"})
+    return start_server(
+        {"BATCHD_API_KEYS": API_KEYS_ENV, **WEBHOOK_TEST_ENV, "BATCHD_WEBHOOK_DISABLE_AFTER_SECONDS": "3"}
+    )
 
 
 def project_client(server) -> openai.OpenAI:

@@ -50,15 +50,18 @@ def test_endpoints_belong_to_their_project(hooks_client, hooks_server, receiver)
         other.webhooks.delete(created.id)
 
 
-@pytest.mark.parametrize("url, reason", [
-    ("ftp://127.0.0.1/hook", "http or https"),
-    ("http://localhost:9/hook", "non-public"),          # loopback, not in the allow list
-    ("http://10.1.2.3/hook", "non-public"),              # private
-    ("http://169.254.169.254/latest/meta-data", "non-public"),  # link-local (cloud metadata)
-    ("http://[::1]:9/hook", "non-public"),
-    ("http://user:pw@127.0.0.1/hook", "credentials"),
-    ("not a url", "http or https"),
-])
+@pytest.mark.parametrize(
+    "url, reason",
+    [
+        ("ftp://127.0.0.1/hook", "http or https"),
+        ("http://localhost:9/hook", "non-public"),  # loopback, not in the allow list
+        ("http://10.1.2.3/hook", "non-public"),  # private
+        ("http://169.254.169.254/latest/meta-data", "non-public"),  # link-local (cloud metadata)
+        ("http://[::1]:9/hook", "non-public"),
+        ("http://user:pw@127.0.0.1/hook", "credentials"),
+        ("not a url", "http or https"),
+    ],
+)
 def test_unsafe_urls_are_refused(hooks_client, url, reason):
     with pytest.raises(openai.BadRequestError) as info:
         hooks_client.webhooks.create(url=url, name="x", event_types=["batch.failed"])
@@ -74,8 +77,9 @@ def test_invalid_parameters_are_400s(hooks_client, receiver):
         hooks_client.webhooks.create(url=receiver.url, name="x", event_types=[])
     assert info.value.body["param"] == "event_types"
     with pytest.raises(openai.BadRequestError) as info:
-        hooks_client.post("/webhook_endpoints", body={"url": receiver.url, "event_types": ["batch.failed"]},
-                          cast_to=object)
+        hooks_client.post(
+            "/webhook_endpoints", body={"url": receiver.url, "event_types": ["batch.failed"]}, cast_to=object
+        )
     assert info.value.body["code"] == "missing_required_parameter" and info.value.body["param"] == "name"
 
 

@@ -4,8 +4,8 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
-from app.worker.executor import LineExecutor
-from app.worker.lines import InputLine
+from app.pipeline.executor import LineExecutor
+from app.pipeline.lines import InputLine
 
 
 @dataclass

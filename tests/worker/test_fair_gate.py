@@ -2,7 +2,7 @@
 
 import asyncio
 
-from app.worker.fair_gate import FairGate
+from app.pipeline.fair_gate import FairGate
 
 
 def test_slots_alternate_between_waiting_batches():

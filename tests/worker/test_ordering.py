@@ -2,8 +2,8 @@
 
 import asyncio
 
-from app.worker.lines import InputLine
-from app.worker.ordering import grouped_by_prefix, prompt_text
+from app.pipeline.lines import InputLine
+from app.pipeline.ordering import grouped_by_prefix, prompt_text
 
 
 def _chat(line_no: int, document: str, question: str) -> InputLine:
@@ -37,5 +37,7 @@ def test_reordering_never_looks_past_the_buffer():
 def test_prompt_text_reads_every_endpoint_shape():
     assert prompt_text({"prompt": "abc"}) == "abc"
     assert prompt_text({"input": ["first", "second"]}) == "first"
-    assert prompt_text({"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}) == "user\x00hi\x00"
+    assert (
+        prompt_text({"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}) == "user\x00hi\x00"
+    )
     assert prompt_text({"query": "q"}) == ""

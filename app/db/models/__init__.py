@@ -9,7 +9,20 @@ from app.db.models.upload import Upload, UploadPart
 from app.db.models.webhook import WebhookDelivery, WebhookEndpoint, WebhookEvent
 
 __all__ = [
-    "ACTIVE_STATUSES", "SHARD_DONE", "SHARD_PENDING", "SHARD_RUNNING", "TERMINAL_STATUSES",
-    "ApiKey", "Batch", "BatchLine", "BatchShard", "File", "ServedModel", "Upload", "UploadPart",
-    "WebhookDelivery", "WebhookEndpoint", "WebhookEvent",
+    "ACTIVE_STATUSES",
+    "SHARD_DONE",
+    "SHARD_PENDING",
+    "SHARD_RUNNING",
+    "TERMINAL_STATUSES",
+    "ApiKey",
+    "Batch",
+    "BatchLine",
+    "BatchShard",
+    "File",
+    "ServedModel",
+    "Upload",
+    "UploadPart",
+    "WebhookDelivery",
+    "WebhookEndpoint",
+    "WebhookEvent",
 ]

@@ -15,7 +15,6 @@ from sqlalchemy import Select, and_, delete, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import ACTIVE_STATUSES, SHARD_DONE, SHARD_RUNNING, Batch, BatchLine, BatchShard
-from app.metrics import record_lease_takeover
 
 CANCELLABLE_STATUSES = ("validating", "in_progress", "finalizing")
 
@@ -28,6 +27,8 @@ class LeaseLost(Exception):
 class Claim:
     batch_id: str
     fence: int
+    # The lease was taken from another worker that let it expire.
+    taken_over: bool = False
 
 
 @dataclass
@@ -60,9 +61,7 @@ class BatchRepository:
         return result.scalar_one_or_none()
 
     async def cursor_seq(self, project: str, batch_id: str) -> int | None:
-        result = await self.session.execute(
-            select(Batch.seq).where(Batch.project == project, Batch.id == batch_id)
-        )
+        result = await self.session.execute(select(Batch.seq).where(Batch.project == project, Batch.id == batch_id))
         return result.scalar_one_or_none()
 
     async def list_newest_first(self, project: str, after_seq: int | None, limit: int) -> Sequence[Batch]:
@@ -127,9 +126,7 @@ class BatchRepository:
             .returning(Batch.id, Batch.fence)
         )
         batch_id, fence = result.one()
-        if previous not in (None, owner):
-            record_lease_takeover()
-        return Claim(batch_id, fence)
+        return Claim(batch_id, fence, taken_over=previous not in (None, owner))
 
     async def _fenced_update(self, claim: Claim, *conditions, **values) -> bool:
         result = await self.session.execute(
@@ -173,7 +170,9 @@ class BatchRepository:
     async def stream_lines(self, batch_id: str) -> AsyncIterator[BatchLine]:
         """Finished lines in input order, fetched in pages (never all in memory)."""
         result = await self.session.stream(
-            select(BatchLine).where(BatchLine.batch_id == batch_id).order_by(BatchLine.line_no)
+            select(BatchLine)
+            .where(BatchLine.batch_id == batch_id)
+            .order_by(BatchLine.line_no)
             .execution_options(yield_per=500)
         )
         async for line in result.scalars():

@@ -33,9 +33,7 @@ class FileRepository:
     async def cursor_seq(self, project: str, file_id: str) -> int | None:
         """Position of a cursor id, deleted or expired ones included, so pagination survives
         deletes made while iterating."""
-        result = await self.session.execute(
-            select(File.seq).where(File.project == project, File.id == file_id)
-        )
+        result = await self.session.execute(select(File.seq).where(File.project == project, File.id == file_id))
         return result.scalar_one_or_none()
 
     async def list(
@@ -72,9 +70,7 @@ class FileRepository:
         )
         files = result.scalars().all()
         if files:
-            await self.session.execute(
-                update(File).where(File.seq.in_([f.seq for f in files])).values(deleted_at=now)
-            )
+            await self.session.execute(update(File).where(File.seq.in_([f.seq for f in files])).values(deleted_at=now))
         return files
 
     async def purge_tombstones(self, deleted_before: int) -> int:

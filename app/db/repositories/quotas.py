@@ -26,8 +26,6 @@ class QuotaRepository:
 
     async def active_batches(self, project: str) -> int:
         result = await self.session.execute(
-            select(func.count()).select_from(Batch).where(
-                Batch.project == project, Batch.status.in_(ACTIVE_STATUSES)
-            )
+            select(func.count()).select_from(Batch).where(Batch.project == project, Batch.status.in_(ACTIVE_STATUSES))
         )
         return int(result.scalar_one())

@@ -20,8 +20,12 @@ class ServedModelRepository:
         await self.remove(replica)
         columns = {column.name for column in ServedModel.__table__.columns}
         self.session.add_all(
-            ServedModel(**{key: value for key, value in entry.items() if key in columns},
-                        model_id=entry["id"], replica=replica, published_at=now)
+            ServedModel(
+                **{key: value for key, value in entry.items() if key in columns},
+                model_id=entry["id"],
+                replica=replica,
+                published_at=now,
+            )
             for entry in entries
         )
 
@@ -33,7 +37,8 @@ class ServedModelRepository:
 
     async def published_since(self, cutoff: float) -> Sequence[ServedModel]:
         result = await self.session.execute(
-            select(ServedModel).where(ServedModel.published_at >= cutoff)
+            select(ServedModel)
+            .where(ServedModel.published_at >= cutoff)
             .order_by(ServedModel.model_id, ServedModel.replica)
         )
         return result.scalars().all()

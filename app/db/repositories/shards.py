@@ -16,7 +16,6 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import SHARD_DONE, SHARD_PENDING, SHARD_RUNNING, Batch, BatchLine, BatchShard
-from app.metrics import record_lease_takeover
 from app.db.repositories.batches import LeaseLost, LineRow
 
 
@@ -51,9 +50,19 @@ class ShardRepository:
 
     async def add_all(self, batch_id: str, spans: Sequence[ShardSpan]) -> None:
         self.session.add_all(
-            BatchShard(batch_id=batch_id, shard_no=no, first_line=s.first_line, end_line=s.end_line,
-                       start_offset=s.start_offset, end_offset=s.end_offset, lines=s.lines,
-                       status=SHARD_PENDING, fence=0, taken_over=0, lines_done=0)
+            BatchShard(
+                batch_id=batch_id,
+                shard_no=no,
+                first_line=s.first_line,
+                end_line=s.end_line,
+                start_offset=s.start_offset,
+                end_offset=s.end_offset,
+                lines=s.lines,
+                status=SHARD_PENDING,
+                fence=0,
+                taken_over=0,
+                lines_done=0,
+            )
             for no, s in enumerate(spans)
         )
         await self.session.flush()
@@ -84,19 +93,30 @@ class ShardRepository:
             update(BatchShard)
             .where(BatchShard.id == candidate.scalar_subquery())
             .values(
-                status=SHARD_RUNNING, lease_owner=owner, lease_expires_at=now + lease_seconds,
-                fence=BatchShard.fence + 1, replica=owner, started_at=now,
+                status=SHARD_RUNNING,
+                lease_owner=owner,
+                lease_expires_at=now + lease_seconds,
+                fence=BatchShard.fence + 1,
+                replica=owner,
+                started_at=now,
                 taken_over=case((BatchShard.status == SHARD_RUNNING, 1), else_=0),
             )
-            .returning(BatchShard.id, BatchShard.batch_id, BatchShard.shard_no, BatchShard.fence,
-                       BatchShard.first_line, BatchShard.end_line, BatchShard.start_offset,
-                       BatchShard.end_offset, BatchShard.lines, BatchShard.taken_over)
+            .returning(
+                BatchShard.id,
+                BatchShard.batch_id,
+                BatchShard.shard_no,
+                BatchShard.fence,
+                BatchShard.first_line,
+                BatchShard.end_line,
+                BatchShard.start_offset,
+                BatchShard.end_offset,
+                BatchShard.lines,
+                BatchShard.taken_over,
+            )
         )
         row = result.first()
         if row is None:
             return None
-        if row[-1]:
-            record_lease_takeover()
         return ShardClaim(*row[:-1], taken_over=bool(row[-1]))
 
     async def _fenced_update(self, claim: ShardClaim, **values) -> bool:
@@ -113,14 +133,14 @@ class ShardRepository:
         """Give the shard back at once (drain, cancel): another replica may claim it now."""
         await self.session.execute(
             update(BatchShard)
-            .where(BatchShard.id == claim.shard_id, BatchShard.fence == claim.fence,
-                   BatchShard.status == SHARD_RUNNING)
+            .where(BatchShard.id == claim.shard_id, BatchShard.fence == claim.fence, BatchShard.status == SHARD_RUNNING)
             .values(status=SHARD_PENDING, lease_owner=None, lease_expires_at=None)
         )
 
     async def mark_done(self, claim: ShardClaim, now: float) -> None:
-        if not await self._fenced_update(claim, status=SHARD_DONE, finished_at=now,
-                                         lease_owner=None, lease_expires_at=None):
+        if not await self._fenced_update(
+            claim, status=SHARD_DONE, finished_at=now, lease_owner=None, lease_expires_at=None
+        ):
             raise LeaseLost(f"{claim.batch_id} shard {claim.shard_no}")
 
     async def seal(self, batch_id: str) -> None:
@@ -151,7 +171,9 @@ class ShardRepository:
             raise LeaseLost(f"{claim.batch_id} shard {claim.shard_no}")
         if new:
             await self.session.execute(
-                update(Batch).where(Batch.id == claim.batch_id).values(
+                update(Batch)
+                .where(Batch.id == claim.batch_id)
+                .values(
                     completed=Batch.completed + sum(1 for r in new if r.ok),
                     failed=Batch.failed + sum(1 for r in new if not r.ok),
                     input_tokens=Batch.input_tokens + sum(r.input_tokens for r in new),
@@ -163,8 +185,11 @@ class ShardRepository:
         return len(new)
 
     def _in_shard(self, claim: ShardClaim):
-        return and_(BatchLine.batch_id == claim.batch_id, BatchLine.line_no >= claim.first_line,
-                    BatchLine.line_no < claim.end_line)
+        return and_(
+            BatchLine.batch_id == claim.batch_id,
+            BatchLine.line_no >= claim.first_line,
+            BatchLine.line_no < claim.end_line,
+        )
 
     async def finished_line_numbers(self, claim: ShardClaim) -> set[int]:
         result = await self.session.execute(select(BatchLine.line_no).where(self._in_shard(claim)))

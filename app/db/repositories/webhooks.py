@@ -77,8 +77,14 @@ class WebhookRepository:
         insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
         result = await self.session.execute(
             insert_fn(WebhookEvent.__table__)
-            .values(id=event.id, project=event.project, type=event.type, batch_id=event.batch_id,
-                    body=event.body, created_at=event.created_at)
+            .values(
+                id=event.id,
+                project=event.project,
+                type=event.type,
+                batch_id=event.batch_id,
+                body=event.body,
+                created_at=event.created_at,
+            )
             .on_conflict_do_nothing(index_elements=["batch_id"])
             .returning(WebhookEvent.id)
         )
@@ -86,18 +92,27 @@ class WebhookRepository:
 
     async def subscribed_endpoint_ids(self, project: str, event_type: str) -> list[str]:
         result = await self.session.execute(
-            select(WebhookEndpoint.id, WebhookEndpoint.event_types)
-            .where(WebhookEndpoint.project == project, WebhookEndpoint.status == "enabled")
+            select(WebhookEndpoint.id, WebhookEndpoint.event_types).where(
+                WebhookEndpoint.project == project, WebhookEndpoint.status == "enabled"
+            )
         )
         # A project has a handful of endpoints: filter the JSON list here, not per dialect in SQL.
         return [endpoint_id for endpoint_id, types in result.all() if event_type in (types or [])]
 
     async def add_deliveries(self, event_id: str, endpoint_ids: Sequence[str], now: int) -> None:
-        self.session.add_all([
-            WebhookDelivery(event_id=event_id, endpoint_id=e, status="pending", attempts=0,
-                            next_attempt_at=float(now), created_at=now)
-            for e in endpoint_ids
-        ])
+        self.session.add_all(
+            [
+                WebhookDelivery(
+                    event_id=event_id,
+                    endpoint_id=e,
+                    status="pending",
+                    attempts=0,
+                    next_attempt_at=float(now),
+                    created_at=now,
+                )
+                for e in endpoint_ids
+            ]
+        )
         await self.session.flush()
 
     # -- sending --------------------------------------------------------------------------------
@@ -137,9 +152,16 @@ class WebhookRepository:
             return []
         rows = await self.session.execute(
             select(
-                WebhookDelivery.id, WebhookDelivery.attempts, WebhookEvent.id, WebhookEvent.created_at,
-                WebhookEvent.body, WebhookEndpoint.id, WebhookEndpoint.url, WebhookEndpoint.secret,
-                WebhookEndpoint.previous_secret, WebhookEndpoint.previous_secret_expires_at,
+                WebhookDelivery.id,
+                WebhookDelivery.attempts,
+                WebhookEvent.id,
+                WebhookEvent.created_at,
+                WebhookEvent.body,
+                WebhookEndpoint.id,
+                WebhookEndpoint.url,
+                WebhookEndpoint.secret,
+                WebhookEndpoint.previous_secret,
+                WebhookEndpoint.previous_secret_expires_at,
             )
             .join(WebhookEvent, WebhookEvent.id == WebhookDelivery.event_id)
             .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
@@ -148,12 +170,26 @@ class WebhookRepository:
         )
         return [ClaimedDelivery(*row) for row in rows.all()]
 
-    async def finish_attempt(self, delivery_id: int, token: str, *, status: str, next_attempt_at: float | None,
-                             status_code: int | None, error: str | None, now: int) -> bool:
+    async def finish_attempt(
+        self,
+        delivery_id: int,
+        token: str,
+        *,
+        status: str,
+        next_attempt_at: float | None,
+        status_code: int | None,
+        error: str | None,
+        now: int,
+    ) -> bool:
         """Record an attempt's result: `pending` again (retry at `next_attempt_at`), `delivered`
         or `failed`. False if the lease was lost meanwhile (another sender owns it now)."""
-        values = dict(status=status, lease_expires_at=None, claim_token=None, last_status_code=status_code,
-                      last_error=error[:512] if error else None)
+        values = dict(
+            status=status,
+            lease_expires_at=None,
+            claim_token=None,
+            last_status_code=status_code,
+            last_error=error[:512] if error else None,
+        )
         if next_attempt_at is not None:
             values["next_attempt_at"] = next_attempt_at
         if status != "pending":
@@ -168,22 +204,28 @@ class WebhookRepository:
 
     async def endpoint_succeeded(self, endpoint_id: str) -> None:
         await self.session.execute(
-            update(WebhookEndpoint).where(WebhookEndpoint.id == endpoint_id, WebhookEndpoint.failing_since.is_not(None))
-            .values(failing_since=None).execution_options(synchronize_session=False)
+            update(WebhookEndpoint)
+            .where(WebhookEndpoint.id == endpoint_id, WebhookEndpoint.failing_since.is_not(None))
+            .values(failing_since=None)
+            .execution_options(synchronize_session=False)
         )
 
     async def endpoint_failed(self, endpoint_id: str, now: int, disable_after: float) -> bool:
         """Note a failure; disable the endpoint once it has failed without a success for
         `disable_after` seconds. True if this call disabled it."""
         await self.session.execute(
-            update(WebhookEndpoint).where(WebhookEndpoint.id == endpoint_id)
+            update(WebhookEndpoint)
+            .where(WebhookEndpoint.id == endpoint_id)
             .values(failing_since=func.coalesce(WebhookEndpoint.failing_since, now))
             .execution_options(synchronize_session=False)
         )
         result = await self.session.execute(
             update(WebhookEndpoint)
-            .where(WebhookEndpoint.id == endpoint_id, WebhookEndpoint.status == "enabled",
-                   WebhookEndpoint.failing_since <= now - disable_after)
+            .where(
+                WebhookEndpoint.id == endpoint_id,
+                WebhookEndpoint.status == "enabled",
+                WebhookEndpoint.failing_since <= now - disable_after,
+            )
             .values(status="disabled", updated_at=now, disabled_reason=DISABLED_FAILING)
             .execution_options(synchronize_session=False)
         )
@@ -192,7 +234,8 @@ class WebhookRepository:
     async def delivery_summary(self, endpoint_id: str) -> dict[str, int]:
         """{status: count} of the endpoint's deliveries."""
         result = await self.session.execute(
-            select(WebhookDelivery.status, func.count()).where(WebhookDelivery.endpoint_id == endpoint_id)
+            select(WebhookDelivery.status, func.count())
+            .where(WebhookDelivery.endpoint_id == endpoint_id)
             .group_by(WebhookDelivery.status)
         )
         return {status: int(count) for status, count in result.all()}

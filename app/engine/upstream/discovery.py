@@ -21,7 +21,9 @@ _PROBE_TIMEOUT = aiohttp.ClientTimeout(total=5.0)
 _TICK_S = 0.25
 
 
-async def probe(client: aiohttp.ClientSession, target: Target, model: str, headers: dict[str, str]) -> tuple[State, str]:
+async def probe(
+    client: aiohttp.ClientSession, target: Target, model: str, headers: dict[str, str]
+) -> tuple[State, str]:
     """``(state, why)`` of one URL for ``model``."""
     try:
         async with client.get(f"{target.url}/models", headers=headers, timeout=_PROBE_TIMEOUT) as response:
@@ -42,12 +44,18 @@ async def probe(client: aiohttp.ClientSession, target: Target, model: str, heade
 async def probe_all(client: aiohttp.ClientSession, pool: TargetPool, model: str, headers: dict[str, str]) -> None:
     """Probe every URL of ``pool`` once, side by side."""
     results = await asyncio.gather(*(probe(client, t, model, headers) for t in pool.targets))
-    for target, (state, why) in zip(pool.targets, results):
+    for target, (state, why) in zip(pool.targets, results, strict=True):
         pool.set_state(target, state, why)
 
 
-async def watch(client: aiohttp.ClientSession, pool: TargetPool, target: Target, model: str,
-                headers: dict[str, str], interval: float) -> None:
+async def watch(
+    client: aiohttp.ClientSession,
+    pool: TargetPool,
+    target: Target,
+    model: str,
+    headers: dict[str, str],
+    interval: float,
+) -> None:
     """Probe ``target`` forever: every ``interval`` while up, after its cooldown while not
     (it may leave the rotation between two probes, hence the short ticks)."""
     next_probe = time.monotonic() + interval

@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from app.engine.endpoints import normalize_endpoint
+from app.core.endpoints import normalize_endpoint
 from app.engine.errors import EngineNotReadyError, RequestAborted
 from app.engine.inflight import InflightRequests
 from app.engine.line_checks import common_line_problem
@@ -62,22 +62,43 @@ class UpstreamRegistry:
         """Probe every URL once and start watching them. A URL that is down does not stop
         the start: it joins the rotation when it answers."""
         for spec in specs:
-            self._models[spec.name] = Upstream(spec, TargetPool(
-                spec.name, [Target(url, spec.max_concurrency, spec.health_interval_s) for url in spec.urls]),
-                _headers(spec))
+            self._models[spec.name] = Upstream(
+                spec,
+                TargetPool(spec.name, [Target(url, spec.max_concurrency, spec.health_interval_s) for url in spec.urls]),
+                _headers(spec),
+            )
         self._client = _pooled_client()
         self._created = int(time.time())
-        await asyncio.gather(*(discovery.probe_all(self._client, u.pool, u.spec.upstream_model, u.headers)
-                               for u in self._models.values()))
+        await asyncio.gather(
+            *(
+                discovery.probe_all(self._client, u.pool, u.spec.upstream_model, u.headers)
+                for u in self._models.values()
+            )
+        )
         for upstream in self._models.values():
             for target in upstream.pool.targets:
-                self._watchers.append(asyncio.create_task(discovery.watch(
-                    self._client, upstream.pool, target, upstream.spec.upstream_model, upstream.headers,
-                    upstream.spec.health_interval_s), name=f"batchd-upstream-watch-{target.url}"))
+                self._watchers.append(
+                    asyncio.create_task(
+                        discovery.watch(
+                            self._client,
+                            upstream.pool,
+                            target,
+                            upstream.spec.upstream_model,
+                            upstream.headers,
+                            upstream.spec.health_interval_s,
+                        ),
+                        name=f"batchd-upstream-watch-{target.url}",
+                    )
+                )
         self._started = True
         for name, upstream in self._models.items():
-            log.log(logging.INFO if upstream.pool.any_up else logging.WARNING,"upstream model %s -> %s at %s", name, upstream.spec.upstream_model,
-                     ", ".join(f"{t.url} ({t.state})" for t in upstream.pool.targets))
+            log.log(
+                logging.INFO if upstream.pool.any_up else logging.WARNING,
+                "upstream model %s -> %s at %s",
+                name,
+                upstream.spec.upstream_model,
+                ", ".join(f"{t.url} ({t.state})" for t in upstream.pool.targets),
+            )
 
     async def shutdown(self) -> None:
         """Close in-flight requests and the client. Safe to call twice."""
@@ -96,8 +117,9 @@ class UpstreamRegistry:
 
     def model_cards(self) -> list[dict[str, Any]]:
         """The ``data`` of ``GET /v1/models`` (see :meth:`engine_state` for their health)."""
-        return [{"id": name, "object": "model", "created": self._created, "owned_by": "batchd"}
-                for name in self._models]
+        return [
+            {"id": name, "object": "model", "created": self._created, "owned_by": "batchd"} for name in self._models
+        ]
 
     def engine_state(self, model: str) -> str:
         """``ready`` while one of the model's URLs is in the rotation, ``dead`` while none is."""
@@ -141,9 +163,15 @@ class UpstreamRegistry:
         if upstream is None and isinstance(body, dict) and body.get("model") is None and len(self._models) == 1:
             upstream = next(iter(self._models.values()))
         if canonical is None or upstream is None:
-            return LineResult(404, error_body(
-                f"The model {body.get('model') if isinstance(body, dict) else None!r} does not exist "
-                f"or does not serve {endpoint}.", "NotFoundError", "model_not_found"))
+            return LineResult(
+                404,
+                error_body(
+                    f"The model {body.get('model') if isinstance(body, dict) else None!r} does not exist "
+                    f"or does not serve {endpoint}.",
+                    "NotFoundError",
+                    "model_not_found",
+                ),
+            )
         payload = orjson.dumps({**body, "model": upstream.spec.upstream_model})
         task = self._inflight.start(request_id, send(self._client, upstream, canonical, payload))
         caller = asyncio.current_task()
@@ -194,7 +222,8 @@ def _headers(spec: UpstreamSpec) -> dict[str, str]:
     if spec.api_key_env:
         key = os.environ.get(spec.api_key_env)
         if not key:
-            raise ModelConfigError(f"Model {spec.name!r}: the environment variable {spec.api_key_env} "
-                                   "(upstream.api_key_env) is not set.")
+            raise ModelConfigError(
+                f"Model {spec.name!r}: the environment variable {spec.api_key_env} (upstream.api_key_env) is not set."
+            )
         headers["authorization"] = f"Bearer {key}"
     return headers

@@ -23,13 +23,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.engine.endpoints import CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, RESPONSES, normalize_endpoint
-from app.engine.specs import ModelConfigError
+from app.core.endpoints import CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, RESPONSES, normalize_endpoint
+from app.engine.errors import ModelConfigError
 
 DEFAULT_ENDPOINTS: frozenset[str] = frozenset({CHAT_COMPLETIONS, COMPLETIONS, RESPONSES, EMBEDDINGS})
 
-_NUMBERS = {"max_concurrency": int, "timeout_s": (int, float), "deadline_s": (int, float),
-            "health_interval_s": (int, float)}
+_NUMBERS = {
+    "max_concurrency": int,
+    "timeout_s": (int, float),
+    "deadline_s": (int, float),
+    "health_interval_s": (int, float),
+}
 _OPTIONS = ("urls", "model", "api_key_env", "endpoints", *_NUMBERS)
 
 
@@ -99,8 +103,7 @@ def check_upstream_options(where: str, name: str, block: Any) -> dict[str, Any]:
     checked: dict[str, Any] = {}
     for key, value in block.items():
         if key not in _OPTIONS:
-            raise ModelConfigError(
-                f"{where}: unknown option {name}.upstream.{key} (allowed: {', '.join(_OPTIONS)}).")
+            raise ModelConfigError(f"{where}: unknown option {name}.upstream.{key} (allowed: {', '.join(_OPTIONS)}).")
         if key == "urls":
             urls = [value] if isinstance(value, str) else value
             if not isinstance(urls, list) or not all(isinstance(u, str) for u in urls):

@@ -33,8 +33,18 @@ RESTORE_AFTER_S = 10.0
 class Target:
     """One upstream URL (ending in ``/v1``) of one model."""
 
-    __slots__ = ("url", "max_window", "window", "outstanding", "state", "failures", "cooldown",
-                 "down_until", "max_cooldown", "_last_decrease")
+    __slots__ = (
+        "url",
+        "max_window",
+        "window",
+        "outstanding",
+        "state",
+        "failures",
+        "cooldown",
+        "down_until",
+        "max_cooldown",
+        "_last_decrease",
+    )
 
     def __init__(self, url: str, max_window: int, max_cooldown: float) -> None:
         self.url = url
@@ -110,8 +120,11 @@ class TargetPool:
     def _pick(self) -> Target | None:
         best = None
         for target in self.targets:
-            if target.state == "up" and target.outstanding < int(target.window) and (
-                    best is None or target.outstanding < best.outstanding):
+            if (
+                target.state == "up"
+                and target.outstanding < int(target.window)
+                and (best is None or target.outstanding < best.outstanding)
+            ):
                 best = target
         return best
 
@@ -146,8 +159,11 @@ class TargetPool:
     def set_state(self, target: Target, state: State, why: str = "") -> None:
         """Discovery's verdict, or an ejection; a URL out of rotation is probed after its cooldown."""
         if state == target.state:
-            if state == "up" and target.window < target.max_window and (
-                    time.monotonic() - target._last_decrease >= RESTORE_AFTER_S):
+            if (
+                state == "up"
+                and target.window < target.max_window
+                and (time.monotonic() - target._last_decrease >= RESTORE_AFTER_S)
+            ):
                 target.window = float(target.max_window)
             elif state != "up":  # still failing: wait longer before the next probe
                 target.cooldown = min(target.max_cooldown, target.cooldown * 2)

@@ -78,7 +78,7 @@ async def send(client: aiohttp.ClientSession, upstream: Upstream, endpoint: str,
     (vLLM then aborts the request)."""
     spec = upstream.spec
     deadline = time.monotonic() + spec.line_deadline_s
-    path = endpoint[len("/v1"):]
+    path = endpoint[len("/v1") :]
     try:
         # Most lines succeed at once: the retry loop is built only for those that do not
         # (building it for every line was 8% of an upstream replica's CPU in W5).
@@ -102,16 +102,21 @@ async def send(client: aiohttp.ClientSession, upstream: Upstream, endpoint: str,
         if last.kind == "timeout":
             return 504, error_body(
                 f"The upstream did not answer within {spec.timeout_s:g} s (tried until the line's "
-                f"deadline of {spec.line_deadline_s:g} s).", "timeout", "request_timeout")
+                f"deadline of {spec.line_deadline_s:g} s).",
+                "timeout",
+                "request_timeout",
+            )
         if last.body is not None:
             return last.status, last.body
-        raise UpstreamUnavailable(spec.name, f"No upstream of model {spec.name!r} answered before the "
-                                  f"line's deadline ({last.kind}).") from None
+        raise UpstreamUnavailable(
+            spec.name, f"No upstream of model {spec.name!r} answered before the line's deadline ({last.kind})."
+        ) from None
     raise AssertionError("unreachable")
 
 
-async def _attempt(client: aiohttp.ClientSession, upstream: Upstream, path: str, payload: bytes,
-                   deadline: float) -> tuple[int, dict]:
+async def _attempt(
+    client: aiohttp.ClientSession, upstream: Upstream, path: str, payload: bytes, deadline: float
+) -> tuple[int, dict]:
     pool, spec = upstream.pool, upstream.spec
     remaining = deadline - time.monotonic()
     try:
@@ -121,8 +126,7 @@ async def _attempt(client: aiohttp.ClientSession, upstream: Upstream, path: str,
         raise _Retryable("no upstream in rotation") from None
     try:
         timeout = aiohttp.ClientTimeout(total=max(0.001, min(spec.timeout_s, deadline - time.monotonic())))
-        async with client.post(target.url + path, data=payload, headers=upstream.headers,
-                               timeout=timeout) as response:
+        async with client.post(target.url + path, data=payload, headers=upstream.headers, timeout=timeout) as response:
             raw = await response.read()
             status, retry_after = response.status, response.headers.get("Retry-After")
     except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
@@ -157,8 +161,9 @@ def _json_body(status: int, raw: bytes) -> dict:
     if isinstance(body, dict):
         return body
     text = raw[:2000].decode("utf-8", "replace")
-    return error_body(f"The upstream answered HTTP {status} with a body that is not a JSON object: {text}",
-                      "upstream_error", None)
+    return error_body(
+        f"The upstream answered HTTP {status} with a body that is not a JSON object: {text}", "upstream_error", None
+    )
 
 
 def error_body(message: str, err_type: str, code: str | None) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from app.worker.lines import InputLine
+from app.pipeline.lines import InputLine
 
 REORDER_LINES = 4096
 REORDER_BYTES = 64 * 1024 * 1024

@@ -11,7 +11,7 @@ from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from app import metrics
+from app.core import metrics
 
 
 class FairGate:

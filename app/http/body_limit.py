@@ -8,7 +8,7 @@ from __future__ import annotations
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.errors import PayloadTooLarge
+from app.core.errors import PayloadTooLarge
 
 
 def _too_large(limit: int) -> str:

@@ -41,9 +41,7 @@ class InvalidRequest(ApiError):
 
 class MissingParameter(InvalidRequest):
     def __init__(self, name: str) -> None:
-        super().__init__(
-            f"Missing required parameter: '{name}'.", param=name, code="missing_required_parameter"
-        )
+        super().__init__(f"Missing required parameter: '{name}'.", param=name, code="missing_required_parameter")
 
 
 class Unauthorized(ApiError):
@@ -83,9 +81,7 @@ class ServiceUnavailable(ApiError):
 
     def __init__(self, message: str, *, retry_after: int = 1) -> None:
         # x-should-retry tells the openai client to retry even where it would not by status.
-        super().__init__(
-            message, headers={"Retry-After": str(retry_after), "x-should-retry": "true"}
-        )
+        super().__init__(message, headers={"Retry-After": str(retry_after), "x-should-retry": "true"})
 
 
 class InsufficientStorage(ApiError):
@@ -94,8 +90,10 @@ class InsufficientStorage(ApiError):
     status_code = 507
     type = "server_error"
 
-    def __init__(self, message: str = "The server has no storage space left for this upload; "
-                 "nothing was stored. Please retry later.") -> None:
+    def __init__(
+        self,
+        message: str = "The server has no storage space left for this upload; nothing was stored. Please retry later.",
+    ) -> None:
         super().__init__(message, code="insufficient_storage")
 
 

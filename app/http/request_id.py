@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import uuid
-
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-
-def new_request_id() -> str:
-    return f"req_{uuid.uuid4().hex}"
+from app.core.ids import new_request_id
 
 
 class RequestIdMiddleware:

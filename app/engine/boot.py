@@ -3,7 +3,7 @@ so a server without models, and commands that need no engine, never pay for the 
 
 from __future__ import annotations
 
-from app.config import Settings
+from app.core.config import Settings
 
 
 class NoModels:
@@ -21,8 +21,11 @@ class NoModels:
     def validate_line(self, endpoint: str, body: dict):
         from app.engine import LineProblem
 
-        return LineProblem("model_not_found", f"The model {body.get('model')!r} does not exist: this "
-                           "server runs no models.", "body.model")
+        return LineProblem(
+            "model_not_found",
+            f"The model {body.get('model')!r} does not exist: this server runs no models.",
+            "body.model",
+        )
 
     def suggested_concurrency(self, model: str) -> int:
         return 1

@@ -20,7 +20,9 @@ def install_openapi(app: FastAPI) -> None:
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         for name in ("HTTPValidationError", "ValidationError"):
             components.pop(name, None)
-        components.setdefault("ErrorResponse", ErrorResponse.model_json_schema(ref_template="#/components/schemas/{model}"))
+        components.setdefault(
+            "ErrorResponse", ErrorResponse.model_json_schema(ref_template="#/components/schemas/{model}")
+        )
         for defs_name, defs in components["ErrorResponse"].pop("$defs", {}).items():
             components.setdefault(defs_name, defs)
         _documented_bodies_replace_generated(app, schema)
@@ -30,8 +32,7 @@ def install_openapi(app: FastAPI) -> None:
                 if responses.pop("422", None) is not None:
                     responses.setdefault(
                         "400",
-                        {"description": "Invalid request",
-                         "content": {"application/json": {"schema": ENVELOPE_REF}}},
+                        {"description": "Invalid request", "content": {"application/json": {"schema": ENVELOPE_REF}}},
                     )
         app.openapi_schema = schema
         return schema

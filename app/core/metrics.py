@@ -16,42 +16,69 @@ from contextlib import contextmanager
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.engine.endpoints import normalize_endpoint
+from app.core.endpoints import normalize_endpoint
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 BATCH_STATUSES = (
-    "validating", "failed", "in_progress", "finalizing", "completed", "expired", "cancelling", "cancelled",
+    "validating",
+    "failed",
+    "in_progress",
+    "finalizing",
+    "completed",
+    "expired",
+    "cancelling",
+    "cancelled",
 )
 # Lines take from milliseconds (embeddings) to minutes (long generations on CPU).
 LINE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 HTTP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
-BATCHES = Gauge("batchd_batches", "Batches by status (read from the database at scrape).", ["status"],
-                registry=REGISTRY)
-LINES_FINISHED = Counter("batchd_lines_finished", "Batch lines finished, by outcome (completed | failed).",
-                         ["model", "endpoint", "outcome"], registry=REGISTRY)
-INPUT_TOKENS = Counter("batchd_input_tokens", "Input (prompt) tokens of finished lines.", ["model"],
-                       registry=REGISTRY)
-OUTPUT_TOKENS = Counter("batchd_output_tokens", "Output (completion) tokens of finished lines.", ["model"],
-                        registry=REGISTRY)
-LINE_LATENCY = Histogram("batchd_line_latency_seconds", "Engine time of one batch line.", ["model", "endpoint"],
-                         buckets=LINE_BUCKETS, registry=REGISTRY)
-LINES_WAITING = Gauge("batchd_lines_waiting", "Lines read and waiting for an engine slot.", ["model"],
-                      registry=REGISTRY)
+BATCHES = Gauge(
+    "batchd_batches", "Batches by status (read from the database at scrape).", ["status"], registry=REGISTRY
+)
+LINES_FINISHED = Counter(
+    "batchd_lines_finished",
+    "Batch lines finished, by outcome (completed | failed).",
+    ["model", "endpoint", "outcome"],
+    registry=REGISTRY,
+)
+INPUT_TOKENS = Counter("batchd_input_tokens", "Input (prompt) tokens of finished lines.", ["model"], registry=REGISTRY)
+OUTPUT_TOKENS = Counter(
+    "batchd_output_tokens", "Output (completion) tokens of finished lines.", ["model"], registry=REGISTRY
+)
+LINE_LATENCY = Histogram(
+    "batchd_line_latency_seconds",
+    "Engine time of one batch line.",
+    ["model", "endpoint"],
+    buckets=LINE_BUCKETS,
+    registry=REGISTRY,
+)
+LINES_WAITING = Gauge(
+    "batchd_lines_waiting", "Lines read and waiting for an engine slot.", ["model"], registry=REGISTRY
+)
 LINES_IN_FLIGHT = Gauge("batchd_lines_in_flight", "Lines running in the engine.", ["model"], registry=REGISTRY)
-ENGINE_UP = Gauge("batchd_engine_up", "1 while the model's engine is ready, 0 otherwise.", ["model"],
-                  registry=REGISTRY)
+ENGINE_UP = Gauge("batchd_engine_up", "1 while the model's engine is ready, 0 otherwise.", ["model"], registry=REGISTRY)
 UPLOAD_BYTES = Counter("batchd_upload_bytes", "Bytes of files stored by uploads.", registry=REGISTRY)
-HTTP_REQUESTS = Counter("batchd_http_requests", "HTTP requests by route template and status.",
-                        ["method", "route", "status"], registry=REGISTRY)
-HTTP_DURATION = Histogram("batchd_http_request_duration_seconds", "HTTP request latency by route template.",
-                          ["method", "route"], buckets=HTTP_BUCKETS, registry=REGISTRY)
-LEASE_TAKEOVERS = Counter("batchd_lease_takeovers", "Claims that took an expired lease from another worker.",
-                          registry=REGISTRY)
-WEBHOOK_DELIVERIES = Counter("batchd_webhook_deliveries", "Webhook delivery attempts (delivered | failed).",
-                             ["outcome"], registry=REGISTRY)
+HTTP_REQUESTS = Counter(
+    "batchd_http_requests",
+    "HTTP requests by route template and status.",
+    ["method", "route", "status"],
+    registry=REGISTRY,
+)
+HTTP_DURATION = Histogram(
+    "batchd_http_request_duration_seconds",
+    "HTTP request latency by route template.",
+    ["method", "route"],
+    buckets=HTTP_BUCKETS,
+    registry=REGISTRY,
+)
+LEASE_TAKEOVERS = Counter(
+    "batchd_lease_takeovers", "Claims that took an expired lease from another worker.", registry=REGISTRY
+)
+WEBHOOK_DELIVERIES = Counter(
+    "batchd_webhook_deliveries", "Webhook delivery attempts (delivered | failed).", ["outcome"], registry=REGISTRY
+)
 
 UNMATCHED_ROUTE = "<unmatched>"
 _METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}
@@ -129,35 +156,13 @@ def set_engines_up(states: dict[str, bool]) -> None:
         ENGINE_UP.labels(model).set(1 if up else 0)
 
 
+def record_http_request(method: str, route: str | None, status: int, seconds: float) -> None:
+    """One HTTP request, by route template (never the raw path: ids must not become labels)."""
+    method = method if method in _METHODS else "OTHER"
+    _series(HTTP_REQUESTS, method, route or UNMATCHED_ROUTE, str(status)).inc()
+    _series(HTTP_DURATION, method, route or UNMATCHED_ROUTE).observe(seconds)
+
+
 def exposition() -> tuple[bytes, str]:
     """The text format body and its content type."""
     return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
-
-
-class HttpMetricsMiddleware:
-    """Counts requests and their latency by route template (`/v1/batches/{batch_id}`), never by
-    raw path, so ids do not become label values; unknown paths share one label."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 500
-
-        async def send_and_watch(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_and_watch)
-        finally:
-            route = getattr(scope.get("route"), "path", None) or UNMATCHED_ROUTE
-            method = scope.get("method", "GET") if scope.get("method") in _METHODS else "OTHER"
-            _series(HTTP_REQUESTS, method, route, str(status)).inc()
-            _series(HTTP_DURATION, method, route).observe(time.perf_counter() - started)

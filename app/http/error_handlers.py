@@ -12,7 +12,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from app.errors import ApiError, InsufficientStorage, InvalidRequest, ServiceUnavailable, is_disk_full
+from app.core.errors import ApiError, InsufficientStorage, InvalidRequest, ServiceUnavailable, is_disk_full
 
 log = logging.getLogger("batchd.errors")
 
@@ -51,12 +51,14 @@ def _validation_error(exc: RequestValidationError) -> InvalidRequest:
         message = f"Missing required parameter: '{param}'."
     elif kind in ("less_than_equal", "less_than"):
         bound = context.get("le", context.get("lt"))
-        message = (f"Invalid '{param}': integer above maximum value. Expected a value <= {bound}, "
-                   f"but got {value} instead.")
+        message = (
+            f"Invalid '{param}': integer above maximum value. Expected a value <= {bound}, but got {value} instead."
+        )
     elif kind in ("greater_than_equal", "greater_than"):
         bound = context.get("ge", context.get("gt"))
-        message = (f"Invalid '{param}': integer below minimum value. Expected a value >= {bound}, "
-                   f"but got {value} instead.")
+        message = (
+            f"Invalid '{param}': integer below minimum value. Expected a value >= {bound}, but got {value} instead."
+        )
     else:
         message = f"Invalid value for '{param}': {first.get('msg', 'invalid')}."
     return InvalidRequest(message, param=param, code=code)
@@ -81,8 +83,13 @@ def _allowed_methods(request: Request) -> str:
 # Connection-level failures: the database is down, restarting or unreachable (Postgres SQLSTATE
 # class 08 and 57P01-57P03 arrive as asyncpg exceptions of these names).
 _UNREACHABLE_NAMES = {
-    "ConnectionDoesNotExistError", "CannotConnectNowError", "AdminShutdownError", "CrashShutdownError",
-    "PostgresConnectionError", "ConnectionFailureError", "ClientCannotConnectError",
+    "ConnectionDoesNotExistError",
+    "CannotConnectNowError",
+    "AdminShutdownError",
+    "CrashShutdownError",
+    "PostgresConnectionError",
+    "ConnectionFailureError",
+    "ClientCannotConnectError",
 }
 
 
@@ -137,8 +144,10 @@ def install_error_handlers(app: FastAPI) -> None:
         if is_database_unreachable(exc):
             return _respond(request, ServiceUnavailable("The database is unavailable; please retry.", retry_after=2))
         if "database or disk is full" in str(exc.orig).lower():  # SQLite on a full filesystem
-            return _respond(request, InsufficientStorage("The server's database has no space left; "
-                                                         "nothing was stored. Please retry later."))
+            return _respond(
+                request,
+                InsufficientStorage("The server's database has no space left; nothing was stored. Please retry later."),
+            )
         log.exception("database error", exc_info=exc)
         return _respond(request, ApiError("The server had an error while processing your request."))
 

@@ -4,59 +4,33 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from contextlib import asynccontextmanager, suppress
 
 from fastapi import APIRouter, Depends, FastAPI
 
-from app.api import batches, files, health, metrics as metrics_api, models, uploads, webhooks
+from app.api import batches, files, health, models, uploads, webhooks
+from app.api import metrics as metrics_api
 from app.api.deps import get_project
-from app.body_limit import BodyLimitMiddleware
-from app.config import Settings
+from app.background.model_publisher import publish_models_forever
+from app.background.sweeper import STALE_TEMP_SECONDS, sweep_forever
+from app.background.webhook_sender import WebhookSender
+from app.core.config import Settings
 from app.db import migrate
 from app.db.engine import Database
-from app.engine_boot import NoModels, start_registry
-from app.error_handlers import install_error_handlers
-from app.metrics import HttpMetricsMiddleware
-from app.openapi import install_openapi
-from app.request_id import RequestIdMiddleware
+from app.engine.boot import NoModels, start_registry
+from app.http.body_limit import BodyLimitMiddleware
+from app.http.error_handlers import install_error_handlers
+from app.http.metrics_middleware import HttpMetricsMiddleware
+from app.http.openapi import install_openapi
+from app.http.request_id import RequestIdMiddleware
 from app.services.auth import Authenticator
-from app.services.blob_reconcile import remove_orphan_blobs
-from app.services.files import purge_tombstones, sweep_expired
-from app.services.models import model_entries, publish_models_forever
-from app.services.uploads import sweep_uploads
+from app.services.models import model_entries
 from app.storage import BlobStore, open_store
 from app.ui import install_ui
-from app.webhooks.delivery import WebhookSender
 from app.worker.context import WorkerContext
 from app.worker.runner import Worker
 
 log = logging.getLogger("batchd")
-
-# Temp files younger than this may belong to another server process sharing the data dir.
-STALE_TEMP_SECONDS = 3600
-RECONCILE_INTERVAL_SECONDS = 3600
-
-
-async def _sweep_forever(db: Database, store: BlobStore, settings: Settings) -> None:
-    next_reconcile = 0.0
-    while True:
-        try:
-            swept = await sweep_expired(db, store)
-            await sweep_uploads(db, store)
-            if swept:
-                log.info("swept %d expired files", swept)
-            purged = await purge_tombstones(db, settings.tombstone_grace_seconds)
-            if purged:
-                log.info("purged %d deleted-file records past their grace period", purged)
-            # Listing the whole store is not free: at start, then hourly.
-            if time.monotonic() >= next_reconcile:
-                await store.sweep_temp(older_than_seconds=STALE_TEMP_SECONDS)
-                await remove_orphan_blobs(db, store, settings.orphan_blob_min_age)
-                next_reconcile = time.monotonic() + RECONCILE_INTERVAL_SECONDS
-        except Exception:
-            log.exception("expired-file sweep failed; will retry")
-        await asyncio.sleep(settings.sweep_interval)
 
 
 async def _start_engines_and_worker(app: FastAPI, settings: Settings, db: Database, store: BlobStore) -> None:
@@ -97,7 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.settings, app.state.db, app.state.store, app.state.auth = settings, db, store, auth
         app.state.loop = asyncio.get_running_loop()
         app.state.registry = app.state.worker = None
-        sweeper = asyncio.create_task(_sweep_forever(db, store, settings))
+        sweeper = asyncio.create_task(sweep_forever(db, store, settings))
         # Webhook deliveries never wait on the worker, nor it on them: they share only the outbox.
         sender = asyncio.create_task(WebhookSender(db, settings).run_forever())
         # Engines take a while to load: serve files and /health (503 "starting") meanwhile.
@@ -105,8 +79,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         background = [startup, sweeper, sender]
         if not (settings.api_only or settings.no_models):
             # So that --api-only replicas on this database can list what this one serves.
-            background.append(asyncio.create_task(publish_models_forever(
-                db, settings.replica_id, lambda: model_entries(app.state.registry, app.state.worker))))
+            background.append(
+                asyncio.create_task(
+                    publish_models_forever(
+                        db, settings.replica_id, lambda: model_entries(app.state.registry, app.state.worker)
+                    )
+                )
+            )
         try:
             yield
         finally:

@@ -13,57 +13,19 @@ import asyncio
 import logging
 import time
 import uuid
-from dataclasses import dataclass
 
 import httpx
 
-from app import metrics
-from app.config import Settings
+from app.core import metrics
+from app.core.config import Settings
+from app.core.faults import fault_point
 from app.db.engine import Database
 from app.db.repositories.webhooks import ClaimedDelivery, WebhookRepository
-from app.webhooks import url_guard
-from app.webhooks.signing import signed_headers
-from app.worker.context import fault_point
+from app.services.webhook_delivery import retry_delay, secrets_in_use, send_once
 
 log = logging.getLogger("batchd.webhooks")
 
 CLAIM_BATCH = 16
-
-
-@dataclass
-class AttemptResult:
-    status_code: int | None
-    error: str | None
-
-    @property
-    def ok(self) -> bool:
-        return self.status_code is not None and 200 <= self.status_code < 300
-
-
-async def send_once(client: httpx.AsyncClient, settings: Settings, url: str, secrets: list[str],
-                    message_id: str, body: bytes) -> AttemptResult:
-    """One signed POST (no redirects: a redirect could lead anywhere the URL check forbids)."""
-    try:
-        await url_guard.check(url, settings.webhook_allowed_hosts())
-    except url_guard.UnsafeUrl as exc:
-        return AttemptResult(None, str(exc))
-    headers = signed_headers(secrets, message_id, int(time.time()), body)
-    try:
-        response = await client.post(url, content=body, headers=headers, follow_redirects=False)
-    except httpx.HTTPError as exc:
-        return AttemptResult(None, f"{type(exc).__name__}: {exc}")
-    return AttemptResult(response.status_code, None if 200 <= response.status_code < 300 else response.text[:200])
-
-
-def secrets_in_use(secret: str, previous: str | None, previous_expires_at: int | None, now: float) -> list[str]:
-    if previous and previous_expires_at and previous_expires_at > now:
-        return [secret, previous]
-    return [secret]
-
-
-def retry_delay(settings: Settings, attempts: int) -> float:
-    """Wait after the `attempts`-th failure: base, 2x base, 4x base, ... capped."""
-    return min(settings.webhook_retry_base_seconds * 2 ** (attempts - 1), settings.webhook_retry_max_delay_seconds)
 
 
 class WebhookSender:
@@ -103,8 +65,9 @@ class WebhookSender:
     async def _attempt(self, delivery: ClaimedDelivery, token: str) -> None:
         now = time.time()
         secrets = secrets_in_use(delivery.secret, delivery.previous_secret, delivery.previous_secret_expires_at, now)
-        result = await send_once(self.client, self.settings, delivery.url, secrets, delivery.event_id,
-                                 delivery.body.encode())
+        result = await send_once(
+            self.client, self.settings, delivery.url, secrets, delivery.event_id, delivery.body.encode()
+        )
         metrics.record_webhook_delivery(result.ok)
         now = time.time()
         if result.ok:
@@ -115,15 +78,33 @@ class WebhookSender:
             status, next_at = "pending", now + retry_delay(self.settings, delivery.attempts)
         async with self.db.write() as session:
             repo = WebhookRepository(session)
-            recorded = await repo.finish_attempt(delivery.id, token, status=status, next_attempt_at=next_at,
-                                                 status_code=result.status_code, error=result.error, now=int(now))
+            recorded = await repo.finish_attempt(
+                delivery.id,
+                token,
+                status=status,
+                next_attempt_at=next_at,
+                status_code=result.status_code,
+                error=result.error,
+                now=int(now),
+            )
             if not recorded:
                 return
             if result.ok:
                 await repo.endpoint_succeeded(delivery.endpoint_id)
-            elif await repo.endpoint_failed(delivery.endpoint_id, int(now), self.settings.webhook_disable_after_seconds):
-                log.warning("webhook endpoint %s disabled: its deliveries failed for %.0f s", delivery.endpoint_id,
-                            self.settings.webhook_disable_after_seconds)
+            elif await repo.endpoint_failed(
+                delivery.endpoint_id, int(now), self.settings.webhook_disable_after_seconds
+            ):
+                log.warning(
+                    "webhook endpoint %s disabled: its deliveries failed for %.0f s",
+                    delivery.endpoint_id,
+                    self.settings.webhook_disable_after_seconds,
+                )
         if not result.ok:
-            log.info("webhook %s to %s failed (attempt %d, %s): %s", delivery.event_id, delivery.endpoint_id,
-                     delivery.attempts, status, result.error or result.status_code)
+            log.info(
+                "webhook %s to %s failed (attempt %d, %s): %s",
+                delivery.event_id,
+                delivery.endpoint_id,
+                delivery.attempts,
+                status,
+                result.error or result.status_code,
+            )

@@ -21,8 +21,10 @@ def new_event_id() -> str:
 
 def event_body(event_id: str, event_type: str, created_at: int, batch_id: str) -> str:
     """The JSON OpenAI sends (see openai-python types/webhooks/batch_*_webhook_event.py)."""
-    return json.dumps({"id": event_id, "object": "event", "type": event_type, "created_at": created_at,
-                       "data": {"id": batch_id}}, separators=(",", ":"))
+    return json.dumps(
+        {"id": event_id, "object": "event", "type": event_type, "created_at": created_at, "data": {"id": batch_id}},
+        separators=(",", ":"),
+    )
 
 
 async def enqueue_batch_event(session: AsyncSession, batch_id: str, project: str, event_type: str) -> None:
@@ -31,7 +33,13 @@ async def enqueue_batch_event(session: AsyncSession, batch_id: str, project: str
     now = int(time.time())
     event_id = new_event_id()
     repo = WebhookRepository(session)
-    event = WebhookEvent(id=event_id, project=project, type=event_type, batch_id=batch_id,
-                         body=event_body(event_id, event_type, now, batch_id), created_at=now)
+    event = WebhookEvent(
+        id=event_id,
+        project=project,
+        type=event_type,
+        batch_id=batch_id,
+        body=event_body(event_id, event_type, now, batch_id),
+        created_at=now,
+    )
     if await repo.add_event(event):
         await repo.add_deliveries(event_id, await repo.subscribed_endpoint_ids(project, event_type), now)

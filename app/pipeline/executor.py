@@ -12,10 +12,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from app import metrics
-from app.worker.fair_gate import FairGate
-from app.request_id import new_request_id
-from app.worker.lines import InputLine, response_line
+from app.core import metrics
+from app.core.ids import new_request_id
+from app.pipeline.fair_gate import FairGate
+from app.pipeline.lines import InputLine, response_line
 
 log = logging.getLogger("batchd.executor")
 

@@ -16,9 +16,7 @@ SCORE = "/v1/score"
 RERANK = "/v1/rerank"
 RESPONSES = "/v1/responses"
 
-ALL_ENDPOINTS: frozenset[str] = frozenset(
-    {CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, SCORE, RERANK, RESPONSES}
-)
+ALL_ENDPOINTS: frozenset[str] = frozenset({CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, SCORE, RERANK, RESPONSES})
 
 # Which endpoints a vLLM engine serves, keyed by the task names vLLM reports
 # from `get_supported_tasks()` (mirrors the routers `vllm serve` registers).

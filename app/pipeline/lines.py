@@ -6,8 +6,8 @@ import json
 import random
 from dataclasses import dataclass
 
-from app import jsonbody
-from app.engine.endpoints import normalize_endpoint
+from app.core import jsonbody
+from app.core.endpoints import normalize_endpoint
 
 EXPIRED_MESSAGE = "This request could not be executed before the completion window expired."
 CANCELLED_MESSAGE = "This request was not executed because the batch was cancelled."

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from app.db.repositories.shards import ShardSpan
-from app.services.jsonl import split_lines_at
+from app.pipeline.jsonl import split_lines_at
 
 
 class ShardCutter:
@@ -28,13 +28,15 @@ class ShardCutter:
         spans = []
         for i, (first_line, start) in enumerate(self._starts):
             last = i == len(self._starts) - 1
-            spans.append(ShardSpan(
-                first_line=first_line,
-                end_line=self._last_line + 1 if last else self._starts[i + 1][0],
-                start_offset=start,
-                end_offset=None if last else self._starts[i + 1][1],
-                lines=self._requests - i * self.shard_lines if last else self.shard_lines,
-            ))
+            spans.append(
+                ShardSpan(
+                    first_line=first_line,
+                    end_line=self._last_line + 1 if last else self._starts[i + 1][0],
+                    start_offset=start,
+                    end_offset=None if last else self._starts[i + 1][1],
+                    lines=self._requests - i * self.shard_lines if last else self.shard_lines,
+                )
+            )
         return spans
 
 

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from app.engine.endpoints import normalize_endpoint
-from app.services.jsonl import split_lines_at
-from app.services.shards import ShardCutter
+from app.core.endpoints import normalize_endpoint
+from app.pipeline.jsonl import split_lines_at
+from app.pipeline.shards import ShardCutter
 
 
 class LineChecker(Protocol):
@@ -65,7 +65,8 @@ class _Validator:
             return _error(
                 "url_mismatch",
                 f"The URL provided for this request does not match the batch endpoint '{self.endpoint}'.",
-                line_no, "url",
+                line_no,
+                "url",
             )
         if not isinstance(body, dict):
             return _error("invalid_request", "'body' must be a JSON object.", line_no, "body")
@@ -73,7 +74,8 @@ class _Validator:
             return _error(
                 "duplicate_custom_id",
                 f"The custom_id '{custom_id}' appears more than once in this batch; custom_ids must be unique.",
-                line_no, "custom_id",
+                line_no,
+                "custom_id",
             )
         self.custom_ids.add(custom_id)
         return self._check_body(line_no, body)
@@ -89,7 +91,8 @@ class _Validator:
                 "model_mismatch",
                 f"All requests in a batch must use the same model; this line uses '{model}' but the "
                 f"batch uses '{self.result.model}'.",
-                line_no, "body.model",
+                line_no,
+                "body.model",
             )
         problem = self.checker.validate_line(self.endpoint, body)
         if problem is not None:
@@ -98,8 +101,13 @@ class _Validator:
 
 
 async def validate_input_file(
-    chunks: AsyncIterator[bytes], endpoint: str, checker: LineChecker, *,
-    max_lines: int, max_errors: int, shard_lines: int,
+    chunks: AsyncIterator[bytes],
+    endpoint: str,
+    checker: LineChecker,
+    *,
+    max_lines: int,
+    max_errors: int,
+    shard_lines: int,
 ) -> ValidationResult:
     """Check every line of the streamed file; on the way, cut it into shards of `shard_lines`
     requests, each starting at the byte offset of its first request line."""
@@ -112,11 +120,13 @@ async def validate_input_file(
         cutter.add(line_no, offset)
         result.total += 1
         if result.total > max_lines:
-            result.errors.append(_error(
-                "too_many_tasks",
-                f"The batch input file contains more than the maximum of {max_lines} requests.",
-                line_no,
-            ))
+            result.errors.append(
+                _error(
+                    "too_many_tasks",
+                    f"The batch input file contains more than the maximum of {max_lines} requests.",
+                    line_no,
+                )
+            )
             break
         error = validator.check(line_no, raw)
         if error is not None:

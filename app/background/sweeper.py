@@ -1,0 +1,42 @@
+"""Periodic housekeeping of every replica: expired files and uploads, deleted-file records past
+their grace period, stale temp files and blobs no record points to."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from app.core.config import Settings
+from app.db.engine import Database
+from app.services.blob_reconcile import remove_orphan_blobs
+from app.services.files import purge_tombstones, sweep_expired
+from app.services.uploads import sweep_uploads
+from app.storage import BlobStore
+
+log = logging.getLogger("batchd")
+
+# Temp files younger than this may belong to another server process sharing the data dir.
+STALE_TEMP_SECONDS = 3600
+RECONCILE_INTERVAL_SECONDS = 3600
+
+
+async def sweep_forever(db: Database, store: BlobStore, settings: Settings) -> None:
+    next_reconcile = 0.0
+    while True:
+        try:
+            swept = await sweep_expired(db, store)
+            await sweep_uploads(db, store)
+            if swept:
+                log.info("swept %d expired files", swept)
+            purged = await purge_tombstones(db, settings.tombstone_grace_seconds)
+            if purged:
+                log.info("purged %d deleted-file records past their grace period", purged)
+            # Listing the whole store is not free: at start, then hourly.
+            if time.monotonic() >= next_reconcile:
+                await store.sweep_temp(older_than_seconds=STALE_TEMP_SECONDS)
+                await remove_orphan_blobs(db, store, settings.orphan_blob_min_age)
+                next_reconcile = time.monotonic() + RECONCILE_INTERVAL_SECONDS
+        except Exception:
+            log.exception("expired-file sweep failed; will retry")
+        await asyncio.sleep(settings.sweep_interval)
