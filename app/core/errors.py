@@ -1,8 +1,29 @@
-"""Typed API errors; one handler in main.py renders each as OpenAI's error envelope."""
+"""Typed API errors and OpenAI's error envelope, written once: the HTTP error handlers render
+ApiErrors with it, the OpenAPI document declares it, and upstream lines without a JSON body get it."""
 
 from __future__ import annotations
 
 import errno
+
+from pydantic import BaseModel
+
+
+class ErrorBody(BaseModel):
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+
+
+class ErrorResponse(BaseModel):
+    """OpenAI's error envelope, used by every non-2xx response."""
+
+    error: ErrorBody
+
+
+def error_envelope(message: str, type: str, *, param: str | None = None, code: str | None = None) -> dict:
+    """`{"error": {message, type, param, code}}` as a plain dict (the shape of ErrorResponse)."""
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}
 
 
 class ApiError(Exception):
@@ -24,14 +45,7 @@ class ApiError(Exception):
         self.headers = headers or {}
 
     def envelope(self) -> dict:
-        return {
-            "error": {
-                "message": self.message,
-                "type": self.type,
-                "param": self.param,
-                "code": self.code,
-            }
-        }
+        return error_envelope(self.message, self.type, param=self.param, code=self.code)
 
 
 class InvalidRequest(ApiError):

@@ -7,7 +7,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
-from app.schemas.common import ErrorResponse
+from app.core.errors import ErrorResponse
 
 ENVELOPE_REF = {"$ref": "#/components/schemas/ErrorResponse"}
 

@@ -6,20 +6,9 @@ from typing import Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
+from app.core.errors import ErrorResponse
+
 T = TypeVar("T")
-
-
-class ErrorBody(BaseModel):
-    message: str
-    type: str
-    param: str | None
-    code: str | None
-
-
-class ErrorResponse(BaseModel):
-    """OpenAI's error envelope, used by every non-2xx response."""
-
-    error: ErrorBody
 
 
 class ListPage(BaseModel, Generic[T]):

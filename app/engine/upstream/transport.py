@@ -22,6 +22,7 @@ import aiohttp
 import orjson
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_before_delay, wait_exponential_jitter
 
+from app.core.errors import error_envelope
 from app.engine.errors import EngineDeadError
 from app.engine.upstream.spec import UpstreamSpec
 from app.engine.upstream.targets import TargetPool
@@ -167,7 +168,7 @@ def _json_body(status: int, raw: bytes) -> dict:
 
 
 def error_body(message: str, err_type: str, code: str | None) -> dict:
-    return {"error": {"message": message, "type": err_type, "param": None, "code": code}}
+    return error_envelope(message, err_type, code=code)
 
 
 def _retry_after(value: str | None) -> float:
