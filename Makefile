@@ -9,7 +9,7 @@ EXTRAS ?= cpu,dev,bench
 # beside the CPU torch; text and embedding models need none of them.
 BROKEN_TORCH_ADDONS := torchvision torchaudio torchcodec
 
-.PHONY: install chromium run test test-docker bench clean
+.PHONY: install chromium lint run test test-docker bench clean
 
 install: $(STAMP)
 
@@ -27,7 +27,17 @@ chromium:
 run: install
 	$(BIN)/batchd serve --host 127.0.0.1 --port 8000 --data-dir ./data
 
-test: install chromium
+# The habits that keep the layout (pyproject.toml configures each): lint and format, the import
+# contracts (layers, vLLM only under app/engine, app/core a leaf, no cycles) and types. Any of them
+# failing fails `make test`.
+LINT_PATHS := app tests bench migrations
+lint: install
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
+	$(BIN)/lint-imports --no-cache
+	$(BIN)/mypy
+
+test: install chromium lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The compose stack end to end (not part of `test`; needs root for Docker): see docker/README.md.

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Request
 
 from app.api.deps import ProjectDep, UploadServiceDep
-from app.schemas.common import ERROR_RESPONSES, error_doc
+from app.schemas.common import ERROR_RESPONSES, Responses, error_doc
 from app.schemas.uploads import (
     UPLOAD_COMPLETE_OPENAPI,
     UPLOAD_CREATE_OPENAPI,
@@ -20,8 +20,8 @@ from app.schemas.uploads import (
 
 router = APIRouter(prefix="/uploads", tags=["uploads"], responses=ERROR_RESPONSES)
 
-_STORAGE_FULL = {507: error_doc("No storage space left; nothing was stored")}
-_QUOTA = {429: error_doc("The project's storage limit is reached")}
+_STORAGE_FULL: Responses = {507: error_doc("No storage space left; nothing was stored")}
+_QUOTA: Responses = {429: error_doc("The project's storage limit is reached")}
 
 
 @router.post(

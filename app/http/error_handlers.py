@@ -125,7 +125,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code in (404, 405):
-            error = InvalidRequest(f"Invalid URL ({request.method} {request.url.path})")
+            error: ApiError = InvalidRequest(f"Invalid URL ({request.method} {request.url.path})")
             error.status_code = exc.status_code
             if exc.status_code == 405:
                 error.headers = {"Allow": _allowed_methods(request)}

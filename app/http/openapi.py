@@ -37,7 +37,7 @@ def install_openapi(app: FastAPI) -> None:
         app.openapi_schema = schema
         return schema
 
-    app.openapi = openapi
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented override
 
 
 def _documented_bodies_replace_generated(app: FastAPI, schema: dict) -> None:
@@ -45,7 +45,9 @@ def _documented_bodies_replace_generated(app: FastAPI, schema: dict) -> None:
     answers with OpenAI's messages) gets exactly that body: FastAPI would merge it into the
     loose model's schema, documenting both."""
     for route in app.routes:
-        body = (route.openapi_extra or {}).get("requestBody") if isinstance(route, APIRoute) else None
+        if not isinstance(route, APIRoute):
+            continue
+        body = (route.openapi_extra or {}).get("requestBody")
         if body is None:
             continue
         for method in route.methods:

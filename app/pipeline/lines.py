@@ -34,10 +34,12 @@ def parse_input_line(line_no: int, raw: bytes) -> InputLine | None:
     if not raw.strip():
         return None
     request = json.loads(raw)
-    return InputLine(line_no, request["custom_id"], normalize_endpoint(request["url"]), request["body"])
+    endpoint = normalize_endpoint(request["url"])
+    assert endpoint is not None, "validation accepted this line's url"
+    return InputLine(line_no, request["custom_id"], endpoint, request["body"])
 
 
-def custom_id_of(raw: bytes) -> str | None:
+def custom_id_of(raw: bytes) -> str | int | None:
     try:
         value = json.loads(raw)
     except ValueError:
@@ -55,7 +57,7 @@ def response_line(custom_id: str, status_code: int, request_id: str, body: dict)
     }
 
 
-def error_line(custom_id: str | None, code: str, message: str) -> dict:
+def error_line(custom_id: str | int | None, code: str, message: str) -> dict:
     """A non-HTTP failure: `response` is null and `error` says why."""
     return {
         "id": _line_id(),

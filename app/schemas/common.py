@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -28,7 +28,10 @@ class ListPage(BaseModel, Generic[T]):
         )
 
 
-ERROR_RESPONSES = {
+# FastAPI's `responses=`: extra documented statuses of a route.
+Responses = dict[int | str, dict[str, Any]]
+
+ERROR_RESPONSES: Responses = {
     status: {"model": ErrorResponse, "description": description}
     for status, description in {
         400: "Invalid request",
@@ -39,7 +42,7 @@ ERROR_RESPONSES = {
 }
 
 
-def error_doc(description: str) -> dict:
+def error_doc(description: str) -> dict[str, Any]:
     """A route's extra documented error status: OpenAI's envelope with its own description."""
     return {"model": ErrorResponse, "description": description}
 

@@ -5,7 +5,7 @@ for too long is shown as such (the client keeps unknown fields on its objects)."
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict
 
@@ -52,7 +52,7 @@ class WebhookEndpointObject(BaseModel):
     disabled_reason: str | None
 
     @classmethod
-    def from_row(cls, row: WebhookEndpoint, **extra) -> WebhookEndpointObject:
+    def from_row(cls, row: WebhookEndpoint, **extra: Any) -> Self:
         return cls(
             id=row.id,
             created_at=row.created_at,

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from python_multipart import MultipartParser
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import parse_options_header
+
+if TYPE_CHECKING:
+    from python_multipart.multipart import MultipartCallbacks
 
 from app.core.errors import InsufficientStorage, InvalidRequest, PayloadTooLarge, is_disk_full
 from app.storage.base import BlobWriter
@@ -52,7 +56,7 @@ class _Receiver:
         self._field_value = bytearray()
         self._in_file = False
 
-    def callbacks(self) -> dict:
+    def callbacks(self) -> MultipartCallbacks:
         return {
             "on_part_begin": self._part_begin,
             "on_header_field": lambda d, s, e: self._header_name.extend(d[s:e]),
@@ -91,6 +95,7 @@ class _Receiver:
     def _part_data(self, data: bytes, start: int, end: int) -> None:
         if self._in_file:
             blob = self.result.blob
+            assert blob is not None, "file data comes after its part's headers"
             blob.write(memoryview(data)[start:end])
             if blob.size > self.limit_for(self.result.fields.get("purpose")):
                 raise _LimitExceeded

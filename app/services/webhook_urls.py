@@ -51,7 +51,7 @@ async def check(url: object, allowed_hosts: set[str]) -> None:
     except OSError:
         raise UnsafeUrl(f"The host {host!r} could not be resolved.") from None
     for info in infos:
-        if not _is_public(info[4][0]):
+        if not _is_public(str(info[4][0])):
             raise UnsafeUrl(
                 f"The host {host!r} resolves to a non-public address ({info[4][0]}); list it in "
                 "BATCHD_WEBHOOK_ALLOW_HOSTS to allow it."

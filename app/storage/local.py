@@ -16,7 +16,7 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from app.storage.base import READ_CHUNK_BYTES
+from app.storage.base import READ_CHUNK_BYTES, BlobWriter
 
 TEMP_DIR = "tmp"
 FILES_DIR = "files"
@@ -104,7 +104,8 @@ class LocalBlobStore:
     def new_writer(self, project: str | None = None, file_id: str | None = None) -> LocalBlobWriter:
         return LocalBlobWriter(self.root / TEMP_DIR / f"{uuid.uuid4().hex}.tmp")
 
-    async def commit(self, writer: LocalBlobWriter, project: str, file_id: str) -> None:
+    async def commit(self, writer: BlobWriter, project: str, file_id: str) -> None:
+        assert isinstance(writer, LocalBlobWriter), "a writer from another store"
         """fsync the temp file, rename it to the blob's path and fsync the directory.
         On failure the temp file is removed; an fsync error is never retried."""
         final = self._path(project, file_id)

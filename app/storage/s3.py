@@ -27,7 +27,7 @@ from aiobotocore.config import AioConfig
 from aiobotocore.session import get_session
 from botocore.exceptions import ClientError
 
-from app.storage.base import READ_CHUNK_BYTES
+from app.storage.base import READ_CHUNK_BYTES, BlobWriter
 
 log = logging.getLogger("batchd.storage")
 
@@ -189,9 +189,11 @@ class S3BlobStore:
         return self._client
 
     def new_writer(self, project: str | None = None, file_id: str | None = None) -> S3BlobWriter:
-        return S3BlobWriter(self, self.blob_name(project, file_id) if file_id is not None else None)
+        named = self.blob_name(project, file_id) if project is not None and file_id is not None else None
+        return S3BlobWriter(self, named)
 
-    async def commit(self, writer: S3BlobWriter, project: str, file_id: str) -> None:
+    async def commit(self, writer: BlobWriter, project: str, file_id: str) -> None:
+        assert isinstance(writer, S3BlobWriter), "a writer from another store"
         final = self.blob_name(project, file_id)
         if writer.key is not None and writer.key != final:
             raise ValueError("writer was opened for another file")

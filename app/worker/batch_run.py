@@ -104,6 +104,7 @@ class BatchRun:
                 total=result.total,
                 model=result.model,
             ):
+                assert result.shards is not None, "a valid file is cut into shards"
                 await ShardRepository(session).add_all(batch.id, result.shards.spans())
 
     async def _finish_running(self, batch: Batch) -> bool:

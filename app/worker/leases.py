@@ -33,7 +33,9 @@ async def holding_lease(renew: Step, release: Step, interval: float, what: str) 
     """Renew the lease while the body runs; a write that finds it lost (LeaseLost) ends the body
     quietly. Afterwards the lease is released at once (best effort: it expires anyway), so
     another replica can take the work without waiting for expiry."""
-    heartbeat = asyncio.create_task(_keep_lease(renew, interval, asyncio.current_task(), what))
+    holder = asyncio.current_task()
+    assert holder is not None, "holding_lease runs inside a task"
+    heartbeat = asyncio.create_task(_keep_lease(renew, interval, holder, what))
     try:
         yield
     except LeaseLost:

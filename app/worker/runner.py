@@ -124,8 +124,11 @@ class Worker:
                     shard = await self._claim_shard()
                     if shard is None:
                         break
-                    run = ShardRun(self.ctx, shard)
-                    self._shards[shard.shard_id] = (run, asyncio.create_task(self._run(run, shard.batch_id)))
+                    shard_run = ShardRun(self.ctx, shard)
+                    self._shards[shard.shard_id] = (
+                        shard_run,
+                        asyncio.create_task(self._run(shard_run, shard.batch_id)),
+                    )
             except Exception:  # noqa: BLE001 - e.g. a busy database; try again shortly
                 log.warning("claiming work failed", exc_info=True)
             with suppress(asyncio.TimeoutError):
