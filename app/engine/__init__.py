@@ -1,51 +1,13 @@
 """batchd's engine layer: the only package that imports vLLM.
 
-Importing ``app.engine`` is cheap: the light names (specs, results, errors,
-endpoints) load eagerly, while :class:`EngineRegistry` — which pulls in vLLM
-and torch, several seconds of imports — loads on first access. Code that only
-validates config or handles results never pays for vLLM.
+- :mod:`.protocol`: :class:`~app.engine.protocol.Engines`, the interface every caller types
+  against; :mod:`.results` and :mod:`.errors`, the values and exceptions it hands out.
+- :mod:`.config`: what to serve (``--model``, the config file, the built-in models).
+- :mod:`.local`: models run in this process by vLLM's ``AsyncLLM``.
+- :mod:`.upstream`: models served by OpenAI-compatible servers over HTTP.
+- :mod:`.multiplexer`: local and upstream models side by side.
+- :mod:`.boot`: what a process starts with, from its settings.
+
+Only :mod:`.local` imports vLLM and torch, lazily reached through :mod:`.boot`, so
+validating config, handling results or serving upstream models never pays for them.
 """
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
-
-from app.core.endpoints import ALL_ENDPOINTS, normalize_endpoint
-from app.engine.catalog import MINILM_NAME, builtin_model_specs, resolve_model_specs
-from app.engine.errors import EngineDeadError, EngineError, EngineNotReadyError, RequestAborted
-from app.engine.results import LineProblem, LineResult, Usage
-from app.engine.specs import ModelConfigError, ModelSpec, load_model_config, parse_model_arg
-from app.engine.tiny_chat import TINY_CHAT_NAME, build_tiny_chat_model
-
-if TYPE_CHECKING:
-    from app.engine.registry import EngineRegistry
-
-__all__ = [
-    "ALL_ENDPOINTS",
-    "MINILM_NAME",
-    "TINY_CHAT_NAME",
-    "EngineDeadError",
-    "EngineError",
-    "EngineNotReadyError",
-    "EngineRegistry",
-    "LineProblem",
-    "LineResult",
-    "ModelConfigError",
-    "ModelSpec",
-    "RequestAborted",
-    "Usage",
-    "build_tiny_chat_model",
-    "builtin_model_specs",
-    "load_model_config",
-    "normalize_endpoint",
-    "parse_model_arg",
-    "resolve_model_specs",
-]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "EngineRegistry":
-        from app.engine.registry import EngineRegistry
-
-        return EngineRegistry
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,44 +1,97 @@
-"""Starts the model registry from settings. app.engine (and so vllm) is imported here, lazily,
-so a server without models, and commands that need no engine, never pay for the import."""
+"""What a process starts with, from its settings: the engines of the models it serves, or
+:class:`NoModels`. The config is read here; vLLM is imported only when a model runs in this
+process, so a server without models, or with upstream models only, never pays for it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from app.core.config import Settings
+from app.core.errors import error_envelope
+from app.engine.config.catalog import resolve_model_specs
+from app.engine.config.specs import ModelSpec
+from app.engine.config.upstream import UpstreamSpec
+from app.engine.errors import ModelConfigError
+from app.engine.multiplexer import ServingRegistry
+from app.engine.protocol import Engines, UpstreamStatus
+from app.engine.results import MODEL_NOT_FOUND, LineProblem, LineResult
+from app.engine.upstream.registry import UpstreamRegistry
 
 
 class NoModels:
-    """The registry of a server started with --no-models (nothing is served, so every batch
+    """The engines of a server started with --no-models (nothing is served, so every batch
     fails validation with model_not_found) or --api-only (it runs no batches itself)."""
 
     ready = True
 
-    def model_cards(self) -> list[dict]:
+    def model_cards(self) -> list[dict[str, Any]]:
         return []
+
+    def engine_state(self, model: str) -> str:
+        return "stopped"
+
+    def engine_ready(self, model: str) -> bool:
+        return False
 
     def endpoints_for(self, model: str) -> set[str]:
         return set()
 
-    def validate_line(self, endpoint: str, body: dict):
-        from app.engine import LineProblem
-
-        return LineProblem(
-            "model_not_found",
-            f"The model {body.get('model')!r} does not exist: this server runs no models.",
-            "body.model",
-        )
-
     def suggested_concurrency(self, model: str) -> int:
         return 1
+
+    def status(self) -> UpstreamStatus:
+        return {}
+
+    def validate_line(self, endpoint: str, body: Any) -> LineProblem:
+        return LineProblem(MODEL_NOT_FOUND, _not_served(body), "body.model")
+
+    async def execute(self, endpoint: str, body: Any, request_id: str) -> LineResult:
+        """The answer a server without the model gives: 404 ``model_not_found``, as
+        :meth:`validate_line` refuses the line."""
+        return LineResult(404, error_envelope(_not_served(body), "NotFoundError", param="model", code=MODEL_NOT_FOUND))
+
+    async def abort(self, request_id: str) -> bool:
+        return False
 
     async def shutdown(self) -> None:
         return None
 
 
-async def start_registry(settings: Settings):
+def _not_served(body: Any) -> str:
+    model = body.get("model") if isinstance(body, dict) else None
+    return f"The model {model!r} does not exist: this server runs no models."
+
+
+async def start_registry(settings: Settings) -> Engines:
+    """The started engines ``settings`` ask for (:class:`NoModels` with ``no_models``)."""
     if settings.no_models:
         return NoModels()
-    from app.engine import resolve_model_specs
-    from app.engine.serving import start_serving
-
     specs = resolve_model_specs(settings.models, settings.model_config_file, data_dir=settings.data_dir)
     return await start_serving(specs)
+
+
+async def start_serving(specs: Sequence[ModelSpec | UpstreamSpec]) -> Engines:
+    """Started engines for ``specs``: the in-process ones, the upstream ones, or both behind
+    a :class:`~app.engine.multiplexer.ServingRegistry`."""
+    names = [spec.name for spec in specs]
+    if len(set(names)) != len(names):
+        raise ModelConfigError(f"Served model names must be unique: {names}.")
+    upstream_specs = [s for s in specs if isinstance(s, UpstreamSpec)]
+    local_specs = [s for s in specs if not isinstance(s, UpstreamSpec)]
+    upstream = None
+    if upstream_specs:
+        upstream = UpstreamRegistry()
+        await upstream.start(upstream_specs)
+        if not local_specs:
+            return upstream
+    from app.engine.local.registry import EngineRegistry  # imports vLLM
+
+    local = EngineRegistry()
+    try:
+        await local.start(local_specs)
+    except BaseException:
+        if upstream is not None:
+            await upstream.shutdown()
+        raise
+    return local if upstream is None else ServingRegistry(local, upstream)

@@ -1,8 +1,8 @@
 """Exceptions the engine layer raises instead of producing a result line.
 
-A failing *line* is never an exception: :meth:`EngineRegistry.execute` turns it
-into a :class:`~app.engine.results.LineResult` with an error body. These are
-the cases where writing an error line would be wrong.
+A failing *line* is never an exception: every engine's ``execute`` (see
+:mod:`app.engine.protocol`) turns it into a :class:`~app.engine.results.LineResult` with an
+error body. These are the cases where writing an error line would be wrong.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ class EngineDeadError(EngineError):
 
 
 class RequestAborted(EngineError):
-    """The request was aborted through :meth:`EngineRegistry.abort` (e.g. cancel)."""
+    """The request was stopped by the engines' ``abort`` (e.g. its batch was cancelled)."""
 
     def __init__(self, request_id: str) -> None:
         self.request_id = request_id

@@ -10,19 +10,15 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 from app.core import metrics
 from app.core.ids import new_request_id
+from app.engine.protocol import LineRunner
+from app.engine.results import Usage
 from app.pipeline.fair_gate import FairGate
 from app.pipeline.lines import InputLine, response_line
 
 log = logging.getLogger("batchd.executor")
-
-
-class Engine(Protocol):
-    async def execute(self, endpoint: str, body: dict, request_id: str): ...
-    async def abort(self, request_id: str) -> None: ...
 
 
 @dataclass
@@ -30,14 +26,14 @@ class LineOutcome:
     line_no: int
     ok: bool
     record: dict
-    usage: object  # app.engine LineResult.usage: input/cached/output/reasoning token counts
+    usage: Usage
 
 
 OnOutcome = Callable[[LineOutcome], Awaitable[None]]
 
 
 class LineExecutor:
-    def __init__(self, engine: Engine, window: int, gate: FairGate | None = None, key: str = "") -> None:
+    def __init__(self, engine: LineRunner, window: int, gate: FairGate | None = None, key: str = "") -> None:
         self.engine = engine
         self.window = max(1, window)
         # Shared by every batch on the same engine, which it admits in round-robin order.

@@ -8,18 +8,11 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from app.core.endpoints import normalize_endpoint
+from app.engine.protocol import LineChecker
 from app.pipeline.jsonl import split_lines_at
 from app.pipeline.shards import ShardCutter
-
-
-class LineChecker(Protocol):
-    """What validation needs from the engine layer: the model-specific checks (model served,
-    endpoint supported by it, no streaming, body matches the endpoint's schema)."""
-
-    def validate_line(self, endpoint: str, body: dict): ...
 
 
 @dataclass

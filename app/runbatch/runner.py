@@ -14,7 +14,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.engine import ModelSpec, normalize_endpoint, resolve_model_specs
+from app.core.endpoints import normalize_endpoint
+from app.engine.config.catalog import resolve_model_specs
+from app.engine.config.specs import ModelSpec
+from app.engine.protocol import Engines
 from app.pipeline.executor import LineExecutor, LineOutcome
 from app.pipeline.jsonl import split_lines
 from app.pipeline.lines import InputLine, dumps, error_line
@@ -93,8 +96,8 @@ async def _lines_to_run(
         yield line
 
 
-async def run_batch(options: RunBatchOptions, registry) -> Progress:
-    """Run the whole input through `registry` (an app.engine.EngineRegistry, started)."""
+async def run_batch(options: RunBatchOptions, registry: Engines) -> Progress:
+    """Run the whole input through `registry` (started)."""
     if options.resume and options.output == "-":
         raise ValueError("--resume needs an output file or URL, not stdout")
     output = LineSink(options.output, options.output_tmp_dir, append=options.resume)
@@ -128,7 +131,7 @@ async def run_batch(options: RunBatchOptions, registry) -> Progress:
 
 
 async def main(options: RunBatchOptions) -> Progress:
-    from app.engine import EngineRegistry
+    from app.engine.local.registry import EngineRegistry  # imports vLLM
 
     registry = EngineRegistry()
     await registry.start([model_spec(options)])

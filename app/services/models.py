@@ -15,6 +15,7 @@ from typing import Any
 from app.core.errors import NotFound
 from app.db.engine import Database
 from app.db.repositories.served_models import ServedModelRepository
+from app.engine.protocol import Engines
 
 log = logging.getLogger("batchd.models")
 
@@ -26,7 +27,7 @@ STATE_RANK = ("ready", "starting", "dead", "stopped")
 LOAD_FIELDS = ("lines_in_flight", "lines_waiting", "max_lines_in_flight")
 
 
-def model_entries(registry: Any, worker: Any) -> list[dict[str, Any]]:
+def model_entries(registry: Engines | None, worker: Any) -> list[dict[str, Any]]:
     """One entry per model this replica serves; empty while the engines are still starting."""
     if registry is None:
         return []

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from app.core.config import Settings
 from app.db.engine import Database
+from app.engine.protocol import Engines
 from app.pipeline.fair_gate import FairGate
 from app.storage.base import BlobStore
 
@@ -15,7 +16,7 @@ from app.storage.base import BlobStore
 class WorkerContext:
     db: Database
     store: BlobStore
-    registry: object  # app.engine.EngineRegistry (kept untyped: vllm stays inside app/engine)
+    registry: Engines
     settings: Settings
     gates: dict[str, FairGate] = field(default_factory=dict)
 

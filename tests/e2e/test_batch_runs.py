@@ -234,7 +234,7 @@ def test_models_and_health(model_server, model_client):
 
 
 def test_engine_processes_run_on_jemalloc(model_server):
-    # glibc's malloc makes vLLM's CPU worker grow with every line (app/engine/allocator.py).
+    # glibc's malloc makes vLLM's CPU worker grow with every line (app/engine/local/allocator.py).
     engines = [
         p for p in psutil.Process(model_server.proc.pid).children(recursive=True) if p.name().startswith("VLLM::")
     ]
@@ -245,7 +245,7 @@ def test_engine_processes_run_on_jemalloc(model_server):
 
 def test_engine_processes_run_below_the_api(model_server):
     # Every thread of vLLM's processes at the server's niceness + 10, so an API request's
-    # wake-up preempts inference (app/engine/cpu_priority.py, bench/results/2026-11-24-load.md).
+    # wake-up preempts inference (app/engine/local/cpu_priority.py, bench/results/2026-11-24-load.md).
     server = psutil.Process(model_server.proc.pid)
     engines = [p for p in server.children(recursive=True) if p.name().startswith("VLLM::")]
     assert {p.name() for p in engines} >= {"VLLM::EngineCore", "VLLM::Worker"}

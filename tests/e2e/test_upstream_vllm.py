@@ -12,8 +12,8 @@ import httpx
 import openai
 import pytest
 
-from app.engine.catalog import _minilm_path
-from app.engine.tiny_chat import build_tiny_chat_model
+from app.engine.config.catalog import _minilm_path
+from app.engine.config.tiny_chat import build_tiny_chat_model
 from tests.conftest import API_KEYS_ENV
 from tests.support import head_start
 from tests.support.batches import (

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine import Usage, normalize_endpoint
+from app.core.endpoints import normalize_endpoint
+from app.engine.results import Usage
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,5 @@
-"""UpstreamRegistry: models served by OpenAI-compatible servers, behind the same interface
-as the in-process :class:`~app.engine.registry.EngineRegistry` (validate_line, execute,
-abort, suggested_concurrency, model_cards, ready, shutdown), so the worker cannot tell them
-apart. A line's body goes to the upstream unchanged apart from ``model``; the upstream's
+"""UpstreamRegistry: the :class:`~app.engine.protocol.Engines` of models served by
+OpenAI-compatible servers, so the worker cannot tell them from in-process ones. A line's body goes to the upstream unchanged apart from ``model``; the upstream's
 response body is the line's, as is, and usage is read from it.
 """
 
@@ -18,13 +16,13 @@ import aiohttp
 import orjson
 
 from app.core.endpoints import normalize_endpoint
-from app.engine.errors import EngineNotReadyError, RequestAborted
+from app.engine.config.upstream import UpstreamSpec
+from app.engine.errors import EngineNotReadyError, ModelConfigError, RequestAborted
 from app.engine.inflight import InflightRequests
 from app.engine.line_checks import common_line_problem
+from app.engine.protocol import UpstreamStatus
 from app.engine.results import LineProblem, LineResult, Usage
-from app.engine.specs import ModelConfigError
 from app.engine.upstream import discovery
-from app.engine.upstream.spec import UpstreamSpec
 from app.engine.upstream.targets import Target, TargetPool
 from app.engine.upstream.transport import Upstream, error_body, send
 
@@ -139,7 +137,7 @@ class UpstreamRegistry:
         capacity = self._require(model).pool.capacity()
         return capacity + max(1, int(capacity * _SURPLUS))
 
-    def status(self) -> dict[str, dict[str, dict]]:
+    def status(self) -> UpstreamStatus:
         """Every URL's state, window and outstanding requests, by model (for ``/health``)."""
         return {name: {t.url: t.status() for t in u.pool.targets} for name, u in self._models.items()}
 

@@ -23,8 +23,8 @@ import orjson
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_before_delay, wait_exponential_jitter
 
 from app.core.errors import error_envelope
+from app.engine.config.upstream import UpstreamSpec
 from app.engine.errors import EngineDeadError
-from app.engine.upstream.spec import UpstreamSpec
 from app.engine.upstream.targets import TargetPool
 
 log = logging.getLogger("batchd.upstream")

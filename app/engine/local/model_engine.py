@@ -32,8 +32,8 @@ from app.core.endpoints import (
     RESPONSES,
     SCORE,
 )
-from app.engine.requests import parse_request
-from app.engine.specs import ModelSpec
+from app.engine.config.specs import ModelSpec
+from app.engine.local.requests import parse_request
 
 # The app.state attribute holding each endpoint's handler (as vLLM's routers read it).
 _HANDLER_ATTRS: dict[str, str] = {
@@ -76,10 +76,6 @@ class ModelEngine:
     @property
     def max_num_seqs(self) -> int:
         return int(self.llm.vllm_config.scheduler_config.max_num_seqs)
-
-    @property
-    def max_model_len(self) -> int:
-        return int(self.llm.model_config.max_model_len)
 
     @property
     def errored(self) -> bool:

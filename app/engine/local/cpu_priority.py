@@ -19,7 +19,7 @@ import os
 import psutil
 from vllm.platforms import current_platform
 
-from app.engine.specs import ModelConfigError
+from app.engine.errors import ModelConfigError
 
 logger = logging.getLogger(__name__)
 

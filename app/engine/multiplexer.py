@@ -1,51 +1,23 @@
-"""Starting what a process serves: in-process engines, upstream-backed models, or both.
+"""In-process and upstream models side by side, as one :class:`~app.engine.protocol.Engines`.
 
-The worker and the API get one object with the registry interface either way; only this
-module knows which kind each model is. vLLM is imported only when a model runs in-process.
+Only :mod:`app.engine.boot` builds one, when a process serves models of both kinds; every
+call goes to the engines that serve the line's model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from app.engine.line_checks import common_line_problem
+from app.engine.protocol import Engines, UpstreamStatus
 from app.engine.results import LineProblem, LineResult
-from app.engine.specs import ModelConfigError, ModelSpec
 from app.engine.upstream.registry import UpstreamRegistry
-from app.engine.upstream.spec import UpstreamSpec
-
-
-async def start_serving(specs: Sequence[ModelSpec | UpstreamSpec]) -> Any:
-    """A started registry for ``specs``: the in-process one, the upstream one, or both
-    behind :class:`ServingRegistry`."""
-    names = [spec.name for spec in specs]
-    if len(set(names)) != len(names):
-        raise ModelConfigError(f"Served model names must be unique: {names}.")
-    upstream_specs = [s for s in specs if isinstance(s, UpstreamSpec)]
-    local_specs = [s for s in specs if not isinstance(s, UpstreamSpec)]
-    upstream = None
-    if upstream_specs:
-        upstream = UpstreamRegistry()
-        await upstream.start(upstream_specs)
-        if not local_specs:
-            return upstream
-    from app.engine.registry import EngineRegistry  # imports vLLM
-
-    local = EngineRegistry()
-    try:
-        await local.start(local_specs)
-    except BaseException:
-        if upstream is not None:
-            await upstream.shutdown()
-        raise
-    return local if upstream is None else ServingRegistry(local, upstream)
 
 
 class ServingRegistry:
     """In-process and upstream models side by side; each call goes to the one serving the model."""
 
-    def __init__(self, local: Any, upstream: UpstreamRegistry) -> None:
+    def __init__(self, local: Engines, upstream: UpstreamRegistry) -> None:
         self.local = local
         self.upstream = upstream
 
@@ -68,7 +40,7 @@ class ServingRegistry:
     def suggested_concurrency(self, model: str) -> int:
         return self._for(model).suggested_concurrency(model)
 
-    def status(self) -> dict:
+    def status(self) -> UpstreamStatus:
         return self.upstream.status()
 
     def validate_line(self, endpoint: str, body: Any) -> LineProblem | None:
@@ -93,5 +65,5 @@ class ServingRegistry:
         finally:
             await self.local.shutdown()
 
-    def _for(self, model: Any) -> Any:
+    def _for(self, model: Any) -> Engines:
         return self.upstream if model in self.upstream.names else self.local

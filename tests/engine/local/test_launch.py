@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine import ModelConfigError, ModelSpec
+from app.engine.config.specs import ModelSpec
+from app.engine.errors import ModelConfigError
 
 
 def test_spec_to_serve_args():
-    from app.engine.launch import build_serve_args
+    from app.engine.local.launch import build_serve_args
 
     spec = ModelSpec(
         name="chat",
@@ -31,7 +32,7 @@ def test_spec_to_serve_args():
 
 
 def test_default_memory_and_explicit_share():
-    from app.engine.launch import DEFAULT_CPU_KV_CACHE_GIB, build_serve_args
+    from app.engine.local.launch import DEFAULT_CPU_KV_CACHE_GIB, build_serve_args
 
     if _on_cpu():
         assert build_serve_args(ModelSpec(name="m", path="/m")).kv_cache_memory_bytes == int(
@@ -43,7 +44,7 @@ def test_default_memory_and_explicit_share():
 
 
 def test_unknown_engine_option_is_rejected():
-    from app.engine.launch import build_serve_args
+    from app.engine.local.launch import build_serve_args
 
     with pytest.raises(ModelConfigError):
         build_serve_args(ModelSpec(name="m", path="/m", engine_args={"max_num_seq": 8}))

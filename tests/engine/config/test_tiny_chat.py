@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from app.engine.tiny_chat import build_tiny_chat_model
+from app.engine.config.tiny_chat import build_tiny_chat_model
 
 
 def _digests(folder: Path) -> dict[str, str]:

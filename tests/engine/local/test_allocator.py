@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from app.engine import ModelConfigError
-from app.engine.allocator import JEMALLOC_CONF, SETTING, preload_engine_allocator
+from app.engine.errors import ModelConfigError
+from app.engine.local.allocator import JEMALLOC_CONF, SETTING, preload_engine_allocator
 
 JEMALLOC = ctypes.util.find_library("jemalloc")
 

@@ -35,7 +35,8 @@ def run(loop) -> Callable[[Coroutine[Any, Any, Any]], Any]:
 
 @pytest.fixture(scope="module")
 def registry(run, tmp_path_factory):
-    from app.engine import EngineRegistry, builtin_model_specs
+    from app.engine.config.catalog import builtin_model_specs
+    from app.engine.local.registry import EngineRegistry
 
     registry = EngineRegistry()
     cpus = os.sched_getaffinity(0)

@@ -1,6 +1,7 @@
-"""EngineRegistry: the models this process serves and the one way to run a line.
+"""EngineRegistry: the :class:`~app.engine.protocol.Engines` of the models this process runs
+with vLLM, one ``AsyncLLM`` each.
 
-The worker and the API talk to vLLM only through this class:
+The worker and the API talk to vLLM only through this class (typed as ``Engines``):
 
     registry = EngineRegistry()
     await registry.start(resolve_model_specs(args.model, args.config, data_dir=d))
@@ -25,16 +26,17 @@ from vllm.utils.gc_utils import freeze_gc_heap
 from vllm.v1.engine.exceptions import EngineDeadError as VllmEngineDeadError
 
 from app.core.endpoints import normalize_endpoint
-from app.engine import launch
-from app.engine.cpu_affinity import pin_off_worker_cpus, unpin
-from app.engine.cpu_priority import lower_engine_priority
-from app.engine.errors import EngineDeadError, EngineNotReadyError, RequestAborted
+from app.engine.config.specs import ModelSpec
+from app.engine.errors import EngineDeadError, EngineNotReadyError, ModelConfigError, RequestAborted
 from app.engine.inflight import InflightRequests
 from app.engine.line_checks import common_line_problem
-from app.engine.model_engine import ModelEngine, error_reply
-from app.engine.requests import body_problem
+from app.engine.local import launch
+from app.engine.local.cpu_affinity import pin_off_worker_cpus, unpin
+from app.engine.local.cpu_priority import lower_engine_priority
+from app.engine.local.model_engine import ModelEngine, error_reply
+from app.engine.local.requests import body_problem
+from app.engine.protocol import UpstreamStatus
 from app.engine.results import LineProblem, LineResult, Usage
-from app.engine.specs import ModelConfigError, ModelSpec
 
 logger = logging.getLogger(__name__)
 
@@ -147,9 +149,9 @@ class EngineRegistry:
         engine = self._require_engine(model)
         return max(1, engine.max_num_seqs * _WINDOW_PER_SEQ)
 
-    def max_model_len(self, model: str) -> int:
-        """The context length ``model`` was started with."""
-        return self._require_engine(model).max_model_len
+    def status(self) -> UpstreamStatus:
+        """No upstream URLs here: empty."""
+        return {}
 
     # -- lines -------------------------------------------------------------
 

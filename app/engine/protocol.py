@@ -1,0 +1,87 @@
+"""The one interface between batchd and whatever runs its lines: :class:`Engines`.
+
+Every flavour implements it — the in-process vLLM engines (:mod:`app.engine.local`), the
+upstream fleets (:mod:`app.engine.upstream`), both side by side
+(:mod:`app.engine.multiplexer`) and a process that runs none (:mod:`app.engine.boot`) — and
+the API, the worker, the line pipeline and ``batchd run-batch`` type against it, never
+against a class. Importing this module loads no vLLM.
+
+The line pipeline needs only part of it: :class:`LineChecker` at validation and
+:class:`LineRunner` while running lines. Both are facets of :class:`Engines`, declared here
+so the pipeline's needs and the engines' offer are written down once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from app.engine.results import LineProblem, LineResult
+
+# What `status` reports: URL -> its state, window and outstanding requests, by model.
+UpstreamStatus = dict[str, dict[str, dict[str, Any]]]
+
+
+class LineChecker(Protocol):
+    """Validation's view of the engines: the model-specific checks of one line."""
+
+    def validate_line(self, endpoint: str, body: Any) -> LineProblem | None:
+        """Why a line would be refused (model not served, endpoint it cannot serve,
+        streaming, a body its endpoint's schema rejects), or None; cheap, runs no model."""
+        ...
+
+
+class LineRunner(Protocol):
+    """The executor's view of the engines: run a line, stop one."""
+
+    async def execute(self, endpoint: str, body: Any, request_id: str) -> LineResult:
+        """Run one line and return what its server would have answered; a line's own
+        failure is a non-200 result, never an exception. Raises
+        :class:`~app.engine.errors.RequestAborted` after :meth:`abort`,
+        :class:`~app.engine.errors.EngineDeadError` when the line could not run through no
+        fault of its own (do not record it; resume later), and
+        :class:`~app.engine.errors.EngineNotReadyError` before start or after shutdown.
+        Cancelling the caller cancels the request and raises ``CancelledError``."""
+        ...
+
+    async def abort(self, request_id: str) -> bool:
+        """Stop the in-flight line ``request_id`` (its :meth:`execute` raises
+        ``RequestAborted``); False if it is not running."""
+        ...
+
+
+class Engines(LineChecker, LineRunner, Protocol):
+    """The models a process serves and the one way to run their lines."""
+
+    @property
+    def ready(self) -> bool:
+        """True while every served model can take lines (``/health`` answers 200)."""
+        ...
+
+    def model_cards(self) -> list[dict[str, Any]]:
+        """The ``data`` of ``GET /v1/models``: ``id``, ``object``, ``created``, ``owned_by``."""
+        ...
+
+    def engine_state(self, model: str) -> str:
+        """``ready``, ``starting``, ``dead`` or ``stopped`` (not served), for status pages."""
+        ...
+
+    def engine_ready(self, model: str) -> bool:
+        """True while ``model`` can take lines (the engine-up metric)."""
+        ...
+
+    def endpoints_for(self, model: str) -> set[str]:
+        """The canonical endpoints ``model`` serves; empty if it is not served."""
+        ...
+
+    def suggested_concurrency(self, model: str) -> int:
+        """How many lines of ``model`` to keep in flight (the executor's window)."""
+        ...
+
+    def status(self) -> UpstreamStatus:
+        """Every upstream URL's state by model, for ``/health``; empty when no model is
+        served by an upstream."""
+        ...
+
+    async def shutdown(self) -> None:
+        """Stop everything in flight and release the engines. Safe to call twice."""
+        ...
