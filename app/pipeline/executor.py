@@ -43,13 +43,15 @@ class LineExecutor:
 
     async def _run_one(self, line: InputLine, on_outcome: OnOutcome) -> None:
         request_id = new_request_id()
+        task = asyncio.current_task()
+        assert task is not None, "each line runs in a task of its own"
         async with self.gate.slot(self.key):
-            self._in_flight[asyncio.current_task()] = request_id
+            self._in_flight[task] = request_id
             try:
                 with metrics.line_in_flight(line.body.get("model"), line.url):
                     result = await self.engine.execute(line.url, line.body, request_id)
             finally:
-                self._in_flight.pop(asyncio.current_task(), None)
+                self._in_flight.pop(task, None)
         metrics.record_line(line.body.get("model"), line.url, result.status_code == 200, result.usage)
         record = response_line(line.custom_id, result.status_code, request_id, result.body)
         await on_outcome(LineOutcome(line.line_no, result.status_code == 200, record, result.usage))
@@ -69,8 +71,9 @@ class LineExecutor:
             nonlocal free
             pending.discard(task)
             free += 1
-            if not task.cancelled() and task.exception() is not None:
-                failures.append(task.exception())
+            error = None if task.cancelled() else task.exception()
+            if error is not None:
+                failures.append(error)
             wake.set()
 
         def halted() -> bool:

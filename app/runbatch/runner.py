@@ -17,6 +17,7 @@ from pathlib import Path
 from app.core.endpoints import normalize_endpoint
 from app.engine.config.catalog import resolve_model_specs
 from app.engine.config.specs import ModelSpec
+from app.engine.errors import ModelConfigError
 from app.engine.protocol import Engines
 from app.pipeline.executor import LineExecutor, LineOutcome
 from app.pipeline.jsonl import split_lines
@@ -50,6 +51,8 @@ def model_spec(options: RunBatchOptions) -> ModelSpec:
     specs = resolve_model_specs([model_arg], options.config, data_dir=options.data_dir)
     name = options.served_model_name or specs[0].name
     spec = next(s for s in specs if s.name == name)
+    if not isinstance(spec, ModelSpec):
+        raise ModelConfigError(f"batchd run-batch runs in-process models only; {name!r} is an upstream.")
     return spec.with_options(options.engine_options) if options.engine_options else spec
 
 
@@ -93,6 +96,7 @@ async def _lines_to_run(
             errors.write(dumps(rejection).encode())
             progress.update(ok=False)
             continue
+        assert line is not None, "a line is either parsed or rejected"
         yield line
 
 
@@ -107,7 +111,8 @@ async def run_batch(options: RunBatchOptions, registry: Engines) -> Progress:
     skip = Finished()
     if options.resume:
         for sink in {id(output): output, id(errors): errors}.values():
-            finished_lines(sink.path, into=skip)
+            if sink.path is not None:  # stdout holds nothing to resume from
+                finished_lines(sink.path, into=skip)
     total = await asyncio.to_thread(count_lines, options.input)
     progress = Progress(total, already_done=len(skip))
     name = model_spec(options).name

@@ -75,8 +75,10 @@ class ShardRun:
             done = await ShardRepository(session).finished_line_numbers(self.claim)
         if batch is None or batch.status != "in_progress":
             return
+        model = batch.model
+        assert model is not None, "validation names a running batch's model"
         checkpoint = Checkpoint(self.ctx.db, self.claim)
-        executor = LineExecutor(self.ctx.registry, self.ctx.window(batch.model), self.ctx.gate(batch.model), batch.id)
+        executor = LineExecutor(self.ctx.registry, self.ctx.window(model), self.ctx.gate(model), batch.id)
         stop = asyncio.Event()
         monitor = asyncio.create_task(self._monitor(batch, checkpoint, stop))
         try:
