@@ -87,7 +87,7 @@ class LineResult:
         return self.status_code == 200
 
 
-def _get(d: dict[str, Any], *keys: str) -> Any:
+def _get(d: Any, *keys: str) -> Any:
     for key in keys:
         if not isinstance(d, dict):
             return None

@@ -65,6 +65,7 @@ def resolve_model_specs(
     options = load_model_config(config)
 
     specs: dict[str, ModelSpec | UpstreamSpec] = {}
+    spec: ModelSpec | UpstreamSpec
     for value in model_args:
         name, path = parse_model_arg(value)
         if is_upstream_url(path):
@@ -103,6 +104,7 @@ def _apply_options(name: str, opts: dict[str, Any], base: ModelSpec | UpstreamSp
         )
     if isinstance(base, UpstreamSpec):
         return base.with_options(upstream or {})
+    assert upstream is not None, "engine options on a local model returned above"
     if "urls" not in upstream:
         raise ModelConfigError(f"Model {name!r}: upstream.urls is required.")
     return UpstreamSpec(name=name, **upstream)

@@ -44,7 +44,7 @@ from app.engine.errors import ModelConfigError
 Runner = Literal["auto", "generate", "pooling"]
 RUNNERS: tuple[str, ...] = ("auto", "generate", "pooling")
 
-_SIMPLE_OPTIONS = {
+_SIMPLE_OPTIONS: dict[str, type | tuple[type, ...]] = {
     "path": str,
     "runner": str,
     "dtype": str,
@@ -173,7 +173,7 @@ def _check_options(where: str, name: str, options: Any) -> dict[str, Any]:
             raise ModelConfigError(f"{where}: unknown option {name}.{key} (allowed: {allowed}).")
         if value is not None and (isinstance(value, bool) or not isinstance(value, expected)):
             raise ModelConfigError(f"{where}: {name}.{key} has the wrong type ({value!r}).")
-        checked[key] = (
-            float(value) if key in ("kv_cache_gib", "gpu_memory_utilization") and value is not None else value
-        )
+        if key in ("kv_cache_gib", "gpu_memory_utilization") and isinstance(value, int | float):
+            value = float(value)
+        checked[key] = value
     return checked

@@ -28,7 +28,7 @@ from app.engine.errors import ModelConfigError
 
 DEFAULT_ENDPOINTS: frozenset[str] = frozenset({CHAT_COMPLETIONS, COMPLETIONS, RESPONSES, EMBEDDINGS})
 
-_NUMBERS = {
+_NUMBERS: dict[str, type | tuple[type, ...]] = {
     "max_concurrency": int,
     "timeout_s": (int, float),
     "deadline_s": (int, float),

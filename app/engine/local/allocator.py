@@ -44,7 +44,7 @@ def preload_engine_allocator() -> str | None:
     if "malloc" in preload or _vllm_bundles_tcmalloc():
         return None  # an allocator is already chosen (by the user, or vLLM will preload its own)
     library = ctypes.util.find_library("jemalloc") if setting == "auto" else setting
-    if setting != "auto" and not os.path.isfile(library):
+    if library is not None and setting != "auto" and not os.path.isfile(library):
         raise ModelConfigError(
             f"{SETTING}={setting!r}: expected auto, system or the path of a "
             "malloc library (e.g. /usr/lib/x86_64-linux-gnu/libjemalloc.so.2)."

@@ -152,7 +152,7 @@ class ModelEngine:
 
 def _render(content: Any) -> dict[str, Any]:
     """The JSON object the route's JSONResponse would put on the wire."""
-    return jsonbody.loads(JSONResponse(content=content).body)
+    return jsonbody.loads(bytes(JSONResponse(content=content).body))
 
 
 def error_reply(message: str, err_type: str, status: HTTPStatus, param: str | None = None) -> Reply:
@@ -167,7 +167,7 @@ def _reply_for(error: ErrorResponse) -> Reply:
 def _response_reply(response: Response) -> Reply:
     if isinstance(response, StreamingResponse):
         raise ValueError("The handler returned a byte stream, which a batch line cannot hold.")
-    return int(response.status_code), jsonbody.loads(response.body)
+    return int(response.status_code), jsonbody.loads(bytes(response.body))
 
 
 async def _close_stream(result: Any) -> None:

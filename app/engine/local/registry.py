@@ -171,6 +171,7 @@ class EngineRegistry:
         problem, canonical = common_line_problem(endpoint, body, self._endpoints_of, self._engines)
         if problem is not None:
             return problem
+        assert canonical is not None, "a known endpoint has its canonical name"
         return body_problem(canonical, body)
 
     async def execute(self, endpoint: str, body: Any, request_id: str) -> LineResult:

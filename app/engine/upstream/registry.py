@@ -157,7 +157,8 @@ class UpstreamRegistry:
         if not self._started or self._client is None:
             raise EngineNotReadyError("The upstream registry is not started (or was shut down).")
         canonical = normalize_endpoint(endpoint)
-        upstream = self._models.get(body.get("model")) if isinstance(body, dict) else None
+        model = body.get("model") if isinstance(body, dict) else None
+        upstream = self._models.get(model) if isinstance(model, str) else None
         if upstream is None and isinstance(body, dict) and body.get("model") is None and len(self._models) == 1:
             upstream = next(iter(self._models.values()))
         if canonical is None or upstream is None:

@@ -16,11 +16,11 @@ import email.utils
 import logging
 import time
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import aiohttp
 import orjson
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_before_delay, wait_exponential_jitter
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_before_delay, wait_exponential_jitter
 
 from app.core.errors import error_envelope
 from app.engine.config.upstream import UpstreamSpec
@@ -65,7 +65,8 @@ class _Nth(NamedTuple):
 
 
 def _delay(failed_attempt: int, exc: BaseException | None) -> float:
-    return max(_backoff(_Nth(failed_attempt)), getattr(exc, "retry_after", 0.0))
+    state = cast(RetryCallState, _Nth(failed_attempt))
+    return max(_backoff(state), getattr(exc, "retry_after", 0.0))
 
 
 def _wait_after_first(retry_state) -> float:
