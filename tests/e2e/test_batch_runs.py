@@ -222,8 +222,8 @@ def test_concurrent_batches_share_the_engine(model_client):
     first_gain = first_done.request_counts.completed - first_at_start
     second_gain = second_then - started.request_counts.completed
     # The first was still running then (a second that waits for the first starts after it), and
-    # the second gained at least half as much, less the lines in flight (16 engine slots), never
-    # more than a quarter of the first's gain: a bound for every gain, however small.
+    # the second gained at least half as much, less the lines in flight: up to 16 (the engine's
+    # slots) but at most a quarter of the first's gain, so the bound holds however small it is.
     assert first_gain > 0, (first_at_start, first_gain, second_gain)
     assert second_gain >= first_gain // 2 - min(16, first_gain // 4), (first_at_start, first_gain, second_gain)
     done = [first_done, wait_for(model_client, second.id)]
