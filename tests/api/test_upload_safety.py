@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import socket
 import sqlite3
-import time
 
 import openai
 import pytest
 
+from app.storage.s3 import PART_BYTES
 from tests.support import db
 from tests.support.server import ServerProcess
 from tests.support.uploads import upload_head
+from tests.support.wait import eventually
 
 MB = 1024 * 1024
 
@@ -66,16 +67,19 @@ def test_file_over_the_global_limit_is_413_before_reading(small_client, small_se
     assert db.blob_files(small_server) == blobs
 
 
-def test_aborted_upload_leaves_no_row_and_no_blob(small_server):
-    rows, blobs = _file_rows(small_server), db.blob_files(small_server)
-    with socket.create_connection(("127.0.0.1", small_server.port)) as sock:
-        sock.sendall(upload_head(3 * MB) + b"x" * MB)
-        time.sleep(0.5)  # the server is now mid-stream, with a temp file open
-    deadline = time.monotonic() + 10
-    while db.blob_files(small_server) != blobs and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert db.blob_files(small_server) == blobs
-    assert _file_rows(small_server) == rows
+def test_aborted_upload_leaves_no_row_and_no_blob(start_server):
+    # Default limits: the upload is larger than one S3 part, so on S3 too a partial write (a
+    # multipart upload begun) exists mid-stream.
+    server = start_server()
+    rows, blobs = _file_rows(server), db.blob_files(server)
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.sendall(upload_head(PART_BYTES + 2 * MB) + b"x" * (PART_BYTES + MB))
+        # The server is now mid-stream, with a partial write in the store.
+        partial = eventually(
+            lambda: set(map(str, db.blob_files(server))) - set(map(str, blobs)), what="a partial write"
+        )
+    eventually(lambda: db.blob_files(server) == blobs, timeout=10, what=f"{partial} removed")
+    assert _file_rows(server) == rows
 
 
 @pytest.fixture(scope="module")

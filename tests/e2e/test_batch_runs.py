@@ -221,7 +221,11 @@ def test_concurrent_batches_share_the_engine(model_client):
     second_then = model_client.batches.retrieve(second.id).request_counts.completed
     first_gain = first_done.request_counts.completed - first_at_start
     second_gain = second_then - started.request_counts.completed
-    assert second_gain >= first_gain // 2 - 16, (first_at_start, first_gain, second_gain)
+    # The first was still running then (a second that waits for the first starts after it), and
+    # the second gained at least half as much, less the lines in flight: up to 16 (the engine's
+    # slots) but at most a quarter of the first's gain, so the bound holds however small it is.
+    assert first_gain > 0, (first_at_start, first_gain, second_gain)
+    assert second_gain >= first_gain // 2 - min(16, first_gain // 4), (first_at_start, first_gain, second_gain)
     done = [first_done, wait_for(model_client, second.id)]
     assert [b.request_counts.completed for b in done] == [150, 150], [
         read_lines(model_client, b.error_file_id)[:2] for b in done

@@ -11,6 +11,11 @@ import openai
 
 from tests.support import db
 from tests.support.server import ServerProcess
+from tests.support.wait import eventually
+
+# Seconds between the old orphan and the other blobs: the server must start and run its pass
+# within this less a second (S3 keeps whole seconds), or the younger blobs count as old too.
+OLDER = 10
 
 
 def test_restart_removes_old_orphan_blobs_and_keeps_live_ones(tmp_path, database_factory, storage_factory):
@@ -22,6 +27,12 @@ def test_restart_removes_old_orphan_blobs_and_keeps_live_ones(tmp_path, database
 
     server = start("3600")
     client = openai.OpenAI(base_url=server.base_url, api_key="any", max_retries=0)
+    # An orphan older than the others by OLDER seconds, so a pass with a minimum age between the
+    # two ages removes it and keeps the others: the proof that such a pass ran.
+    old = client.files.create(file=("old.jsonl", b"{}\n"), purpose="batch")
+    created = time.time()
+    db.execute(server, "DELETE FROM files WHERE id = :id", id=old.id)
+    time.sleep(OLDER)  # not a wait for the server: the blobs made next must be younger
     live, rowless, tombstone = (
         client.files.create(file=(f"{n}.jsonl", b"{}\n"), purpose="batch") for n in ("live", "rowless", "tombstone")
     )
@@ -33,11 +44,12 @@ def test_restart_removes_old_orphan_blobs_and_keeps_live_ones(tmp_path, database
     # Died after the delete's commit, before the blob's removal: a tombstone, blob still there.
     db.execute(server, "UPDATE files SET deleted_at = :t WHERE id = :id", t=int(time.time()), id=tombstone.id)
     server.stop()
-    assert all(db.has_blob(server, "default", f.id) for f in (live, rowless, tombstone))
+    assert all(db.has_blob(server, "default", f.id) for f in (old, live, rowless, tombstone))
 
-    # Younger than the minimum age: could be an upload still finishing elsewhere, so kept.
-    server = start("3600")
-    time.sleep(1.5)  # the reconcile pass runs at start
+    # Younger than the minimum age: could be an upload still finishing elsewhere, so kept. The
+    # minimum age is the old orphan's age now: the pass (at start) takes it, not the others.
+    server = start(str(time.time() - created))
+    eventually(lambda: not db.has_blob(server, "default", old.id), timeout=15, what="the old orphan removed")
     assert all(db.has_blob(server, "default", f.id) for f in (live, rowless, tombstone))
     server.stop()
 

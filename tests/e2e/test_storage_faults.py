@@ -10,8 +10,6 @@ upstream: the faults are batchd's storage, not the engine's, and it starts in a 
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import openai
 import pytest
@@ -21,6 +19,7 @@ from tests.support.batches import CHAT_MODEL, chat_line, create, results_by_cust
 from tests.support.faults import PrivatePostgres, fill, tmpfs
 from tests.support.server import ServerProcess
 from tests.support.upstreams import paced_fleet
+from tests.support.wait import eventually
 
 HEADERS = {"Authorization": "Bearer key-a"}
 
@@ -74,7 +73,11 @@ def test_finalize_on_a_full_disk_waits_in_finalizing_and_loses_no_line(fault_cli
         )
         stuck = wait_for(fault_client, batch.id, statuses={"finalizing"})
         # Several finalize attempts (backoff 1 s) fail for want of space; the batch waits.
-        time.sleep(4)
+        eventually(
+            lambda: fault_server.log().count(f"work on batch {batch.id} stopped with an error") >= 3,
+            timeout=60,
+            what="three failed finalize attempts",
+        )
         stuck = fault_client.batches.retrieve(batch.id)
         assert stuck.status == "finalizing" and stuck.output_file_id is None
         assert stuck.request_counts.completed == 40
@@ -89,6 +92,7 @@ def test_postgres_stopped_mid_batch_gives_503_then_nothing_is_lost(fault_client,
     batch = create(fault_client, [chat_line(f"r{i}", f"Write about {i}", max_tokens=16) for i in range(n)])
     wait_for(fault_client, batch.id, until=lambda b: b.request_counts.completed >= 16)
 
+    logged = len(fault_server.log())
     private_pg.stop()
     try:
         calls = [
@@ -114,7 +118,15 @@ def test_postgres_stopped_mid_batch_gives_503_then_nothing_is_lost(fault_client,
             assert int(response.headers["retry-after"]) >= 1
             error = response.json()["error"]
             assert error["type"] == "server_error" and "database" in error["message"]
-        time.sleep(3)  # the worker's flushes, heartbeats and claims fail meanwhile
+        # The worker's work on the batch and its claims fail meanwhile.
+        eventually(
+            lambda: (
+                f"work on batch {batch.id} stopped with an error" in fault_server.log()[logged:]
+                and "claiming work failed" in fault_server.log()[logged:]
+            ),
+            timeout=60,
+            what="the worker failing against the stopped database",
+        )
     finally:
         private_pg.start()
 

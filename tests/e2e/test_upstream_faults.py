@@ -18,6 +18,7 @@ import pytest
 from tests.conftest import API_KEYS_ENV
 from tests.support.batches import create, results_by_custom_id, wait_for
 from tests.support.upstreams import FakeFleet, upstream_config
+from tests.support.wait import eventually
 
 MODEL = "fake"
 
@@ -166,7 +167,7 @@ def test_a_killed_url_leaves_the_rotation_and_comes_back(start_server, tmp_path_
         batch = create(client, lines)
         wait_for(client, batch.id, until=lambda b_: b_.request_counts.completed > 60, timeout=60)
         b.kill()
-        time.sleep(2)
+        eventually(lambda: "down" in seen, timeout=30, what="the killed URL leaving the rotation")
         b.start()
         batch = wait_for(client, batch.id, timeout=120)
         deadline = time.monotonic() + 10

@@ -60,12 +60,16 @@ def vllm_servers(head_starts):
 @pytest.fixture(scope="module")
 def client(start_server, vllm_servers):
     chat, embed = vllm_servers
+    # At INFO, where an in-process engine logs "Engine for <model> ready" (app/engine/launch.py).
     server = start_server(
-        {"BATCHD_API_KEYS": API_KEYS_ENV},
+        {"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_LOG_LEVEL": "info"},
         models=True,
         args=["--model", f"{CHAT_MODEL}={chat.url}", "--model", f"{EMBED_MODEL}={embed.url}"],
     )
-    assert "Engine for" not in server.log()
+    log = server.log()
+    (ready,) = [line for line in log.splitlines() if "ready: serving" in line]
+    assert sorted(ready.split("ready: serving ")[1].split(", ")) == sorted([CHAT_MODEL, EMBED_MODEL])
+    assert "Engine for" not in log
     return openai.OpenAI(base_url=server.base_url, api_key="key-a", max_retries=0)
 
 

@@ -17,6 +17,7 @@ class Delivery:
     headers: dict[str, str]
     body: bytes
     answered: int
+    received_at: float  # time.monotonic() on arrival
 
 
 class WebhookReceiver:
@@ -31,7 +32,9 @@ class WebhookReceiver:
                 body = self.rfile.read(int(self.headers.get("content-length", 0)))
                 with receiver._lock:
                     status = receiver.statuses.popleft() if receiver.statuses else 200
-                    receiver.deliveries.append(Delivery({k.lower(): v for k, v in self.headers.items()}, body, status))
+                    receiver.deliveries.append(
+                        Delivery({k.lower(): v for k, v in self.headers.items()}, body, status, time.monotonic())
+                    )
                 self.send_response(status)
                 self.send_header("content-length", "2")
                 self.end_headers()

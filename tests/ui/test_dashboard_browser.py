@@ -9,10 +9,10 @@ from pathlib import Path
 
 import openai
 import pytest
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-from tests.conftest import KEYS
 from tests.support.batches import chat_line, create, wait_for
 from tests.ui.browser import eventually, missing_browser, start_chromium
 
@@ -89,18 +89,19 @@ def _page_state(browser, batch_id: str) -> tuple[str, int] | None:
 def _watch(browser, state, batch_id: str, until, timeout: float = 180) -> list[tuple[str, int]]:
     """Every distinct (status, lines done) the page shows until `until(status, done)`."""
     seen: list[tuple[str, int]] = []
+    last_error: Exception | None = None
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             current = state(browser, batch_id)
-        except Exception:  # noqa: BLE001 - re-rendered between find and read
-            current = None
+        except (StaleElementReferenceException, NoSuchElementException) as exc:  # re-rendered between find and read
+            current, last_error = None, exc
         if current and (not seen or seen[-1] != current):
             seen.append(current)
         if current and until(*current):
             return seen
         time.sleep(0.05)
-    raise TimeoutError(f"{batch_id}: page showed {seen}")
+    raise TimeoutError(f"{batch_id}: page showed {seen}; last re-render: {last_error!r}")
 
 
 def _run_and_watch(browser, client, lines: int):
@@ -222,4 +223,7 @@ def test_projects_see_only_their_own_batches(browser, model_server, model_client
     _go(browser, "/batches")
     eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f'tr[data-batch-id="{mine.id}"]'), what="own batch")
     assert not browser.find_elements(By.CSS_SELECTOR, f'tr[data-batch-id="{theirs.id}"]')
-    assert KEYS["key-b"] != KEYS[KEY]
+    # Their batch exists and is listed for their own key: only the project keeps it off this page.
+    assert theirs.id in [b.id for b in other.batches.list()]
+    with pytest.raises(openai.NotFoundError):
+        model_client.batches.retrieve(theirs.id)

@@ -11,6 +11,8 @@ import openai
 import pytest
 
 from tests.conftest import API_KEYS_ENV, WEBHOOK_TEST_ENV
+from tests.support import db
+from tests.support.server import ServerProcess
 from tests.support.webhook_receiver import WebhookReceiver
 
 HOOKS_KEY = "key-hooks"
@@ -25,6 +27,18 @@ def hooks_server(start_server):
 
 def project_client(server) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.base_url, api_key=HOOKS_KEY, max_retries=0)
+
+
+def settled_deliveries(server: ServerProcess, batch_id: str) -> list[tuple[str, str, int]]:
+    """(endpoint, status, attempts) of every delivery of the batch's events, once none is
+    pending any more (so nothing more will be sent), else []."""
+    rows = db.execute(
+        server,
+        "SELECT d.endpoint_id, d.status, d.attempts FROM webhook_deliveries d"
+        " JOIN webhook_events e ON e.id = d.event_id WHERE e.batch_id = :batch_id ORDER BY d.id",
+        batch_id=batch_id,
+    )
+    return [] if any(status == "pending" for _, status, _ in rows) else rows
 
 
 def remove_endpoints(client: openai.OpenAI) -> None:

@@ -3,13 +3,12 @@ batch each produce exactly one delivery of their own type, verified by the offic
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tests.support.batches import chat_line, create, wait_for
+from tests.support.wait import eventually
 from tests.support.webhook_receiver import WebhookReceiver
-from tests.webhooks.conftest import clean_project
+from tests.webhooks.conftest import clean_project, settled_deliveries
 
 EVENTS = ["batch.completed", "batch.failed", "batch.cancelled", "batch.expired"]
 
@@ -24,7 +23,7 @@ def _long(prefix: str, n: int) -> list[dict]:
     return [chat_line(f"{prefix}-{i}", f"story {i}", max_tokens=200, ignore_eos=True) for i in range(n)]
 
 
-def test_one_event_per_batch_ending(model_hooks_client):
+def test_one_event_per_batch_ending(model_hooks_client, model_server):
     client = model_hooks_client
     with WebhookReceiver() as receiver:
         endpoint = client.webhooks.create(url=receiver.url, name="all", event_types=EVENTS)
@@ -39,7 +38,10 @@ def test_one_event_per_batch_ending(model_hooks_client):
         assert ended == {kind: kind.removeprefix("batch.") for kind in EVENTS}
 
         receiver.wait_for(4)
-        time.sleep(1.5)  # and nothing more arrives
+        # And nothing more arrives: each ending's one delivery is recorded as made once.
+        for batch in batches.values():
+            settled = eventually(lambda b=batch: settled_deliveries(model_server, b.id), what=f"{batch.id} delivered")
+            assert settled == [(endpoint.id, "delivered", 1)]
         events = receiver.events(endpoint.signing_secret)
         assert sorted((e.type, e.data.id) for e in events) == sorted((k, b.id) for k, b in batches.items())
         assert len({d.headers["webhook-id"] for d in receiver.deliveries}) == 4
