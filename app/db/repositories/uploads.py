@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.statuses import UploadStatus
 from app.db.models import Upload, UploadPart
 
 
@@ -38,11 +39,11 @@ class UploadRepository:
         )
         return {part.id: part for part in result.scalars()}
 
-    async def finish(self, upload: Upload, status: str, file_id: str | None = None) -> bool:
+    async def finish(self, upload: Upload, status: UploadStatus, file_id: str | None = None) -> bool:
         """pending -> `status`; False if the upload was no longer pending."""
         result = await self.session.execute(
             update(Upload)
-            .where(Upload.seq == upload.seq, Upload.status == "pending")
+            .where(Upload.seq == upload.seq, Upload.status == UploadStatus.PENDING)
             .values(status=status, file_id=file_id)
         )
         if result.rowcount == 1:
@@ -51,7 +52,9 @@ class UploadRepository:
 
     async def expire_due(self, now: int) -> int:
         result = await self.session.execute(
-            update(Upload).where(Upload.status == "pending", Upload.expires_at <= now).values(status="expired")
+            update(Upload)
+            .where(Upload.status == UploadStatus.PENDING, Upload.expires_at <= now)
+            .values(status=UploadStatus.EXPIRED)
         )
         return result.rowcount
 
@@ -60,7 +63,7 @@ class UploadRepository:
         statement = (
             select(UploadPart)
             .join(Upload, Upload.id == UploadPart.upload_id)
-            .where(Upload.status != "pending")
+            .where(Upload.status != UploadStatus.PENDING)
             .order_by(UploadPart.seq)
             .limit(limit)
         )
