@@ -45,7 +45,7 @@ class ProjectScopedRepository(Generic[M]):
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
-    def scoped(self, project: str) -> Select[tuple[M]]:
+    def scoped(self, project: str) -> Select[M]:
         """The project's rows the API shows; a repository whose rows can be hidden narrows it."""
         return select(self.model).where(self.model.project == project)
 

@@ -15,7 +15,7 @@ from app.db.repositories.base import ProjectScopedRepository
 class FileRepository(ProjectScopedRepository[File]):
     model = File
 
-    def scoped(self, project: str) -> Select[tuple[File]]:
+    def scoped(self, project: str) -> Select[File]:
         """The project's files that exist now: neither deleted nor expired."""
         return (
             super()

@@ -1,8 +1,8 @@
 """SQL for the webhook event outbox and its deliveries (endpoints: repositories/webhook_endpoints.py).
 
-Delivery attempts are claimed with a lease and a random
-token (Postgres `FOR UPDATE SKIP LOCKED`, SQLite's single writer) and every later write about
-the attempt is conditioned on that token, so with several replicas one sends each attempt."""
+Delivery attempts are claimed with a lease and a random token (Postgres `FOR UPDATE SKIP LOCKED`,
+SQLite's single writer) and every later write about the attempt is conditioned on that token, so
+with several replicas one sends each attempt."""
 
 from __future__ import annotations
 
