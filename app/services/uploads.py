@@ -162,7 +162,7 @@ class UploadService:
                 f"Upload {upload_id} cannot take more than {self.settings.max_upload_bytes} bytes of parts.",
                 param=PART_FIELD,
             )
-        await self.repo.add(part)
+        await self.repo.add_part(part)
         return part
 
     # -- complete / cancel --------------------------------------------------------------------

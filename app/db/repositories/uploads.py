@@ -6,22 +6,21 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 
 from sqlalchemy import delete, func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.statuses import UploadStatus
 from app.db.models import Upload, UploadPart
+from app.db.repositories.base import ProjectScopedRepository
 
 
-class UploadRepository:
-    def __init__(self, session: AsyncSession) -> None:
-        self.session = session
+class UploadRepository(ProjectScopedRepository[Upload]):
+    model = Upload
 
-    async def add(self, row: Upload | UploadPart) -> None:
-        self.session.add(row)
+    async def add_part(self, part: UploadPart) -> None:
+        self.session.add(part)
         await self.session.flush()
 
     async def get(self, project: str, upload_id: str, *, for_update: bool = False) -> Upload | None:
-        statement = select(Upload).where(Upload.project == project, Upload.id == upload_id)
+        statement = self.scoped(project).where(Upload.id == upload_id)
         if for_update:
             # Postgres: a part insert and a completion of the same upload serialize here.
             statement = statement.with_for_update()
