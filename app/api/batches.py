@@ -51,7 +51,7 @@ async def list_batches(
 ) -> ListPage[BatchObject]:
     """The project's batches, newest first."""
     page = await batches.list(project, limit=limit, after=after)
-    return ListPage.of([BatchObject.from_row(b) for b in page.batches], page.has_more)
+    return ListPage.of([BatchObject.from_row(b) for b in page.items], page.has_more)
 
 
 @router.get("/{batch_id}", response_model=BatchObject)

@@ -44,7 +44,7 @@ async def list_files(
 ) -> ListPage[FileObject]:
     """List the project's files, newest first by default."""
     page = await files.list(project, purpose=purpose, limit=limit, order=order, after=after)
-    return ListPage.of([FileObject.from_row(f) for f in page.files], page.has_more)
+    return ListPage.of([FileObject.from_row(f) for f in page.items], page.has_more)
 
 
 @router.get("/{file_id}", response_model=FileObject)

@@ -54,7 +54,7 @@ async def list_endpoints(
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> ListPage[WebhookEndpointObject]:
     page = await hooks.list(project, limit=limit, after=after)
-    return ListPage.of([WebhookEndpointObject.from_row(e) for e in page.endpoints], page.has_more)
+    return ListPage.of([WebhookEndpointObject.from_row(e) for e in page.items], page.has_more)
 
 
 @router.get("/webhook_endpoints/{endpoint_id}", response_model=WebhookEndpointObject)

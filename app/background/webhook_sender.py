@@ -19,6 +19,7 @@ import httpx
 from app.core import metrics
 from app.core.config import Settings
 from app.core.faults import fault_point
+from app.core.statuses import WebhookDeliveryStatus
 from app.db.engine import Database
 from app.db.repositories.webhooks import ClaimedDelivery, WebhookRepository
 from app.services.webhook_delivery import retry_delay, secrets_in_use, send_once
@@ -71,11 +72,11 @@ class WebhookSender:
         metrics.record_webhook_delivery(result.ok)
         now = time.time()
         if result.ok:
-            status, next_at = "delivered", None
+            status, next_at = WebhookDeliveryStatus.DELIVERED, None
         elif now - delivery.event_created_at >= self.settings.webhook_retry_horizon_seconds:
-            status, next_at = "failed", None
+            status, next_at = WebhookDeliveryStatus.FAILED, None
         else:
-            status, next_at = "pending", now + retry_delay(self.settings, delivery.attempts)
+            status, next_at = WebhookDeliveryStatus.PENDING, now + retry_delay(self.settings, delivery.attempts)
         async with self.db.write() as session:
             repo = WebhookRepository(session)
             recorded = await repo.finish_attempt(

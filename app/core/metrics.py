@@ -18,18 +18,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from app.core.endpoints import normalize_endpoint
+from app.core.statuses import BatchStatus, WebhookDeliveryStatus
 
 REGISTRY = CollectorRegistry(auto_describe=True)
-BATCH_STATUSES = (
-    "validating",
-    "failed",
-    "in_progress",
-    "finalizing",
-    "completed",
-    "expired",
-    "cancelling",
-    "cancelled",
-)
 # Lines take from milliseconds (embeddings) to minutes (long generations on CPU).
 LINE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 HTTP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -143,11 +134,11 @@ def record_lease_takeover() -> None:
 
 
 def record_webhook_delivery(delivered: bool) -> None:
-    WEBHOOK_DELIVERIES.labels("delivered" if delivered else "failed").inc()
+    WEBHOOK_DELIVERIES.labels(WebhookDeliveryStatus.DELIVERED if delivered else WebhookDeliveryStatus.FAILED).inc()
 
 
-def set_batch_counts(counts: dict[str, int]) -> None:
-    for status in BATCH_STATUSES:
+def set_batch_counts(counts: dict[BatchStatus, int]) -> None:
+    for status in BatchStatus:
         BATCHES.labels(status).set(counts.get(status, 0))
 
 

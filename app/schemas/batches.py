@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from app.core.endpoints import ALL_ENDPOINTS
+from app.core.statuses import BatchStatus
 from app.db.models import Batch
+from app.schemas.common import LiteralOf
 
 
 class ExpiresAfter(BaseModel):
@@ -101,11 +103,6 @@ class BatchUsage(BaseModel):
     total_tokens: int
 
 
-BatchStatus = Literal[
-    "validating", "failed", "in_progress", "finalizing", "completed", "expired", "cancelling", "cancelled"
-]
-
-
 class BatchObject(BaseModel):
     """Every key is always present (null where unset), as in OpenAI's responses."""
 
@@ -116,7 +113,7 @@ class BatchObject(BaseModel):
     errors: BatchErrors | None
     input_file_id: str
     completion_window: str
-    status: BatchStatus
+    status: Annotated[str, LiteralOf(BatchStatus)]
     output_file_id: str | None
     error_file_id: str | None
     created_at: int

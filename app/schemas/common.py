@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, GetCoreSchemaHandler
+from pydantic_core import CoreSchema, core_schema
 
 from app.core.errors import ErrorResponse
 
@@ -52,3 +54,15 @@ def multipart_openapi(required: list[str], properties: dict) -> dict:
     (so it never sits in memory) instead of declaring it as parameters."""
     schema = {"type": "object", "required": required, "properties": properties}
     return {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": schema}}}}
+
+
+class LiteralOf:
+    """Marks a str field that takes exactly the values of one of app/core/statuses.py's enums: it
+    validates and is documented as the Literal of those values, an inline string enum as in
+    OpenAI's spec. (A field typed with the enum itself would make FastAPI add a named schema.)"""
+
+    def __init__(self, enum: type[StrEnum]) -> None:
+        self.values = [member.value for member in enum]
+
+    def __get_pydantic_core_schema__(self, source: type, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.literal_schema(self.values)

@@ -9,7 +9,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from app.core.purposes import UPLOAD_PURPOSES
-from app.schemas.common import multipart_openapi
+from app.core.statuses import UploadStatus
+from app.db.models import File, Upload
+from app.schemas.common import LiteralOf, multipart_openapi
 from app.schemas.files import FileObject
 
 MIN_FILE_EXPIRY_SECONDS = 3600
@@ -50,9 +52,6 @@ class UploadCompleteRequest(BaseModel):
     md5: str | None = Field(default=None, max_length=64)
 
 
-UploadStatus = Literal["pending", "completed", "cancelled", "expired"]
-
-
 class UploadObject(BaseModel):
     id: str
     object: Literal["upload"] = "upload"
@@ -61,14 +60,11 @@ class UploadObject(BaseModel):
     expires_at: int
     filename: str
     purpose: str
-    status: UploadStatus
+    status: Annotated[str, LiteralOf(UploadStatus)]
     file: FileObject | None = None
 
     @classmethod
-    def from_row(cls, row, file=None) -> UploadObject:
-        # A pending upload past its expiry is expired even before the sweep marks it.
-        expired = row.status == "pending" and time.time() >= row.expires_at
-        status = "expired" if expired else row.status
+    def from_row(cls, row: Upload, file: File | None = None) -> UploadObject:
         return cls(
             id=row.id,
             bytes=row.bytes,
@@ -76,7 +72,7 @@ class UploadObject(BaseModel):
             expires_at=row.expires_at,
             filename=row.filename,
             purpose=row.purpose,
-            status=status,
+            status=row.status_at(time.time()),
             file=FileObject.from_row(file) if file is not None else None,
         )
 

@@ -5,12 +5,14 @@ for too long is shown as such (the client keeps unknown fields on its objects)."
 
 from __future__ import annotations
 
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict
 
+from app.core.statuses import WebhookEndpointStatus
 from app.core.webhook_signing import secret_hint
 from app.db.models import WebhookEndpoint
+from app.schemas.common import LiteralOf
 
 
 class WebhookEndpointCreate(BaseModel):
@@ -48,7 +50,7 @@ class WebhookEndpointObject(BaseModel):
     url: str
     event_types: list[str]
     signing_secret_hint: str
-    status: Literal["enabled", "disabled"]
+    status: Annotated[str, LiteralOf(WebhookEndpointStatus)]
     disabled_reason: str | None
 
     @classmethod

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -20,7 +19,9 @@ from app.core.endpoints import (
     normalize_endpoint,
 )
 from app.core.errors import Conflict, InvalidRequest, MissingParameter, NotFound
-from app.db.models import TERMINAL_STATUSES, Batch
+from app.core.statuses import TERMINAL_BATCH_STATUSES, BatchStatus
+from app.db.models import Batch
+from app.db.repositories.base import Page, UnknownCursor
 from app.db.repositories.batches import BatchRepository
 from app.db.repositories.files import FileRepository
 from app.schemas.batches import BatchCreateRequest
@@ -36,12 +37,6 @@ MAX_OUTPUT_EXPIRY = 2_592_000
 
 def new_batch_id() -> str:
     return f"batch_{uuid.uuid4().hex}"
-
-
-@dataclass
-class BatchPage:
-    batches: list[Batch]
-    has_more: bool
 
 
 class BatchService:
@@ -74,7 +69,7 @@ class BatchService:
             )
         await check_batch_create(self.session, self.settings, project)
         now = int(time.time())
-        input_file = await self.files.get(project, request.input_file_id, now)
+        input_file = await self.files.get(project, request.input_file_id)
         if input_file is None:
             raise NotFound(f"No such File object: {request.input_file_id}", param="input_file_id")
         if input_file.purpose != "batch":
@@ -90,7 +85,7 @@ class BatchService:
             endpoint=endpoint,
             input_file_id=input_file.id,
             completion_window=request.completion_window,
-            status="validating",
+            status=BatchStatus.VALIDATING,
             metadata_=metadata,
             output_expires_after=output_expires_after,
             created_at=now,
@@ -188,22 +183,20 @@ class BatchService:
             raise NotFound(f"No such Batch object: {batch_id}", param="batch_id", code="batch_not_found")
         return batch
 
-    async def list(self, project: str, *, limit: int, after: str | None) -> BatchPage:
-        after_seq = None
-        if after is not None:
-            after_seq = await self.repo.cursor_seq(project, after)
-            if after_seq is None:
-                raise NotFound(f"No such Batch object: {after}", param="after", code="batch_not_found")
-        rows = await self.repo.list_newest_first(project, after_seq, limit + 1)
-        return BatchPage(list(rows[:limit]), len(rows) > limit)
+    async def list(self, project: str, *, limit: int, after: str | None) -> Page[Batch]:
+        """Newest first."""
+        try:
+            return await self.repo.page(project, after=after, limit=limit)
+        except UnknownCursor:
+            raise NotFound(f"No such Batch object: {after}", param="after", code="batch_not_found") from None
 
     async def cancel(self, project: str, batch_id: str) -> Batch:
         batch = await self.get(project, batch_id)
-        if batch.status in TERMINAL_STATUSES:
+        if batch.status in TERMINAL_BATCH_STATUSES:
             raise Conflict(f"Cannot cancel a batch with status '{batch.status}'.")
-        if batch.status != "cancelling":
+        if batch.status != BatchStatus.CANCELLING:
             await self.repo.request_cancel(project, batch_id, int(time.time()))
         await self.session.refresh(batch)
-        if batch.status in TERMINAL_STATUSES:  # finished while we looked
+        if batch.status in TERMINAL_BATCH_STATUSES:  # finished while we looked
             raise Conflict(f"Cannot cancel a batch with status '{batch.status}'.")
         return batch

@@ -6,7 +6,6 @@ import time
 import unicodedata
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -16,6 +15,7 @@ from app.core.config import Settings
 from app.core.errors import Conflict, InvalidRequest, MissingParameter, NotFound, PayloadTooLarge
 from app.core.purposes import UPLOAD_PURPOSES
 from app.db.models import File
+from app.db.repositories.base import Page, UnknownCursor
 from app.db.repositories.batches import BatchRepository
 from app.db.repositories.files import FileRepository
 from app.services.quotas import check_upload
@@ -74,12 +74,6 @@ async def commit_new_file(
     await store.commit(writer, project, file_id)
     on_rollback(session, lambda: store.delete(project, file_id))
     return file
-
-
-@dataclass
-class FilePage:
-    files: list[File]
-    has_more: bool
 
 
 class FileService:
@@ -195,7 +189,7 @@ class FileService:
     # -- read / list / delete -----------------------------------------------------------------
 
     async def get(self, project: str, file_id: str) -> File:
-        file = await self.repo.get(project, file_id, int(time.time()))
+        file = await self.repo.get(project, file_id)
         if file is None:
             raise NotFound(f"No such File object: {file_id}", param="id")
         return file
@@ -203,21 +197,17 @@ class FileService:
     def content(self, file: File) -> AsyncIterator[bytes]:
         return self.store.read(file.project, file.id)
 
-    async def list(self, project: str, *, purpose: str | None, limit: int, order: str, after: str | None) -> FilePage:
-        after_seq = None
-        if after is not None:
-            after_seq = await self.repo.cursor_seq(project, after)
-            if after_seq is None:
-                raise NotFound(f"No such File object: {after}", param="after")
-        rows = await self.repo.list(
-            project,
-            int(time.time()),
-            purpose=purpose,
-            after_seq=after_seq,
-            descending=order == "desc",
-            limit=limit + 1,
-        )
-        return FilePage(files=list(rows[:limit]), has_more=len(rows) > limit)
+    async def list(self, project: str, *, purpose: str | None, limit: int, order: str, after: str | None) -> Page[File]:
+        try:
+            return await self.repo.page(
+                project,
+                after=after,
+                limit=limit,
+                descending=order == "desc",
+                where=[File.purpose == purpose] if purpose is not None else [],
+            )
+        except UnknownCursor:
+            raise NotFound(f"No such File object: {after}", param="after") from None
 
     async def delete(self, project: str, file_id: str) -> File:
         file = await self.get(project, file_id)

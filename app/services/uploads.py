@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.config import Settings
 from app.core.errors import InvalidRequest, MissingParameter, NotFound, PayloadTooLarge
 from app.core.purposes import UPLOAD_PURPOSES
+from app.core.statuses import UploadStatus
 from app.db.engine import Database
 from app.db.models import File, Upload, UploadPart
 from app.db.repositories.files import FileRepository
@@ -94,7 +95,7 @@ class UploadService:
             purpose=request.purpose,
             mime_type=request.mime_type,
             bytes=request.bytes,
-            status="pending",
+            status=UploadStatus.PENDING,
             created_at=now,
             expires_at=now + self.settings.upload_ttl_seconds,
             file_expires_after=request.expires_after.seconds if request.expires_after else None,
@@ -108,10 +109,8 @@ class UploadService:
     def _require_pending(upload: Upload | None, upload_id: str, action: str) -> Upload:
         if upload is None:
             raise NotFound(f"No such Upload object: {upload_id}", param="upload_id")
-        status = upload.status
-        if status == "pending" and time.time() >= upload.expires_at:
-            status = "expired"
-        if status != "pending":
+        status = upload.status_at(time.time())
+        if status != UploadStatus.PENDING:
             raise InvalidRequest(f"Cannot {action} Upload {upload_id}: it is {status}.", param="upload_id")
         return upload
 
@@ -163,7 +162,7 @@ class UploadService:
                 f"Upload {upload_id} cannot take more than {self.settings.max_upload_bytes} bytes of parts.",
                 param=PART_FIELD,
             )
-        await self.repo.add(part)
+        await self.repo.add_part(part)
         return part
 
     # -- complete / cancel --------------------------------------------------------------------
@@ -229,7 +228,7 @@ class UploadService:
             expires_after=upload.file_expires_after,
         )
         locked = self._require_pending(await self.repo.get(project, upload_id, for_update=True), upload_id, "complete")
-        if not await self.repo.finish(locked, "completed", file.id):
+        if not await self.repo.finish(locked, UploadStatus.COMPLETED, file.id):
             raise InvalidRequest(f"Cannot complete Upload {upload_id}: it is no longer pending.", param="upload_id")
         await FileRepository(self.session).add(file)
         after_commit(self.session, lambda: remove_parts(self.db, self.store, upload_id))
@@ -237,7 +236,7 @@ class UploadService:
 
     async def cancel(self, project: str, upload_id: str) -> Upload:
         upload = self._require_pending(await self.repo.get(project, upload_id, for_update=True), upload_id, "cancel")
-        if not await self.repo.finish(upload, "cancelled"):
+        if not await self.repo.finish(upload, UploadStatus.CANCELLED):
             raise InvalidRequest(f"Cannot cancel Upload {upload_id}: it is no longer pending.", param="upload_id")
         after_commit(self.session, lambda: remove_parts(self.db, self.store, upload_id))
         return upload

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
 
 import httpx
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Settings
 from app.core.errors import InvalidRequest, MissingParameter, NotFound
+from app.core.statuses import WebhookEndpointStatus
 from app.core.webhook_signing import new_secret
 from app.db.engine import Database
 from app.db.models import WebhookEndpoint
-from app.db.repositories.webhooks import WebhookRepository
+from app.db.repositories.base import Page, UnknownCursor
+from app.db.repositories.webhook_endpoints import WebhookEndpointRepository
 from app.schemas.webhooks import WebhookEndpointCreate, WebhookEndpointUpdate
 from app.services import webhook_urls
 from app.services.webhook_delivery import AttemptResult, secrets_in_use, send_once
@@ -29,16 +30,10 @@ def new_endpoint_id() -> str:
     return f"we_{uuid.uuid4().hex}"
 
 
-@dataclass
-class EndpointPage:
-    endpoints: list[WebhookEndpoint]
-    has_more: bool
-
-
 class WebhookService:
     def __init__(self, session: AsyncSession, settings: Settings) -> None:
         self.session = session
-        self.repo = WebhookRepository(session)
+        self.repo = WebhookEndpointRepository(session)
         self.settings = settings
 
     async def _url(self, url: object) -> str:
@@ -89,26 +84,24 @@ class WebhookService:
             url=await self._url(request.url),
             event_types=self._event_types(request.event_types),
             secret=new_secret(),
-            status="enabled",
+            status=WebhookEndpointStatus.ENABLED,
             created_at=now,
             updated_at=now,
         )
-        return await self.repo.add_endpoint(endpoint)
+        return await self.repo.add(endpoint)
 
     async def get(self, project: str, endpoint_id: str) -> WebhookEndpoint:
-        endpoint = await self.repo.get_endpoint(project, endpoint_id)
+        endpoint = await self.repo.get(project, endpoint_id)
         if endpoint is None:
             raise NotFound(f"No such webhook endpoint: {endpoint_id}")
         return endpoint
 
-    async def list(self, project: str, *, limit: int, after: str | None) -> EndpointPage:
-        after_seq = None
-        if after is not None:
-            after_seq = await self.repo.endpoint_seq(project, after)
-            if after_seq is None:
-                raise NotFound(f"No such webhook endpoint: {after}", param="after")
-        rows = list(await self.repo.list_endpoints(project, after_seq, limit + 1))
-        return EndpointPage(rows[:limit], len(rows) > limit)
+    async def list(self, project: str, *, limit: int, after: str | None) -> Page[WebhookEndpoint]:
+        """Newest first."""
+        try:
+            return await self.repo.page(project, after=after, limit=limit)
+        except UnknownCursor:
+            raise NotFound(f"No such webhook endpoint: {after}", param="after") from None
 
     async def update(self, project: str, endpoint_id: str, request: WebhookEndpointUpdate) -> WebhookEndpoint:
         # The URL check resolves DNS: do it before the first query opens the (write) transaction.
@@ -124,13 +117,14 @@ class WebhookService:
             if event_types != endpoint.event_types:
                 endpoint.event_types, changed = event_types, True
         if request.status is not None:
-            if request.status not in ("enabled", "disabled"):
+            if request.status not in list(WebhookEndpointStatus):
                 raise InvalidRequest(
                     "Invalid 'status': expected 'enabled' or 'disabled'.", param="status", code="invalid_value"
                 )
-            if request.status != endpoint.status:
-                endpoint.status, changed = request.status, True
-                endpoint.disabled_reason = None if request.status == "enabled" else "Disabled by its owner."
+            status = WebhookEndpointStatus(request.status)
+            if status != endpoint.status:
+                endpoint.status, changed = status, True
+                endpoint.disabled_reason = None if status == WebhookEndpointStatus.ENABLED else "Disabled by its owner."
                 endpoint.failing_since = None
         if changed:
             endpoint.updated_at = int(time.time())
@@ -139,7 +133,7 @@ class WebhookService:
 
     async def delete(self, project: str, endpoint_id: str) -> str:
         endpoint = await self.get(project, endpoint_id)
-        await self.repo.delete_endpoint(endpoint)
+        await self.repo.delete(endpoint)
         return endpoint_id
 
     async def rotate_secret(self, project: str, endpoint_id: str, keep_old: object) -> WebhookEndpoint:

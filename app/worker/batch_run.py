@@ -9,8 +9,9 @@ import logging
 import time
 
 from app.core.faults import fault_point
+from app.core.statuses import EXPIRABLE_BATCH_STATUSES, TERMINAL_BATCH_STATUSES, BatchStatus
 from app.db.maintenance import reclaim_checkpoint_space
-from app.db.models import TERMINAL_STATUSES, Batch
+from app.db.models import Batch
 from app.db.repositories.batches import BatchRepository, Claim
 from app.db.repositories.shards import ShardRepository
 from app.pipeline.shards import cut_shards
@@ -47,22 +48,22 @@ class BatchRun:
     async def _drive(self) -> None:
         while True:
             batch = await self._load()
-            if batch is None or batch.status in TERMINAL_STATUSES:
+            if batch is None or batch.status in TERMINAL_BATCH_STATUSES:
                 return
             expired = time.time() >= batch.expires_at
-            if batch.status in ("validating", "in_progress") and expired:
-                await self._finalize(await self._sealed(batch), "expired")
-            elif batch.status == "validating":
+            if batch.status in EXPIRABLE_BATCH_STATUSES and expired:
+                await self._finalize(await self._sealed(batch), BatchStatus.EXPIRED)
+            elif batch.status == BatchStatus.VALIDATING:
                 await self._validate(batch)
-            elif batch.status == "in_progress":
+            elif batch.status == BatchStatus.IN_PROGRESS:
                 if not await self._finish_running(batch):
                     return  # shards are still running; the replica that ends the last one moves on
-            elif batch.status == "finalizing":
-                await self._finalize(batch, "completed")
-            elif batch.status == "cancelling":
-                await self._finalize(await self._sealed(batch), "cancelled")
+            elif batch.status == BatchStatus.FINALIZING:
+                await self._finalize(batch, BatchStatus.COMPLETED)
+            elif batch.status == BatchStatus.CANCELLING:
+                await self._finalize(await self._sealed(batch), BatchStatus.CANCELLED)
 
-    async def _finalize(self, batch: Batch, ending: str) -> None:
+    async def _finalize(self, batch: Batch, ending: BatchStatus) -> None:
         if await finalize(self.ctx, self.claim, batch, ending):
             await reclaim_checkpoint_space(self.ctx.db)  # finalize deleted the batch's rows
 
@@ -89,8 +90,8 @@ class BatchRun:
             if result.errors:
                 if await BatchRepository(session).transition(
                     self.claim,
-                    ("validating",),
-                    status="failed",
+                    (BatchStatus.VALIDATING,),
+                    status=BatchStatus.FAILED,
                     failed_at=now,
                     errors=result.errors,
                     model=result.model,
@@ -98,8 +99,8 @@ class BatchRun:
                     await enqueue_batch_event(session, batch.id, batch.project, "batch.failed")
             elif await BatchRepository(session).transition(
                 self.claim,
-                ("validating",),
-                status="in_progress",
+                (BatchStatus.VALIDATING,),
+                status=BatchStatus.IN_PROGRESS,
                 in_progress_at=now,
                 total=result.total,
                 model=result.model,
@@ -118,7 +119,7 @@ class BatchRun:
             )
             async with self.ctx.db.write() as session:
                 if await BatchRepository(session).transition(
-                    self.claim, ("in_progress",), in_progress_at=batch.in_progress_at
+                    self.claim, (BatchStatus.IN_PROGRESS,), in_progress_at=batch.in_progress_at
                 ):
                     await ShardRepository(session).add_all(batch.id, spans)
             return False

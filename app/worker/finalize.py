@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from app.core.faults import fault_point
 from app.core.purposes import OUTPUT_PURPOSE
+from app.core.statuses import EXPIRABLE_BATCH_STATUSES, BatchStatus
 from app.db.models import Batch, File
 from app.db.repositories.batches import BatchRepository, Claim
 from app.db.repositories.files import FileRepository
@@ -25,10 +26,10 @@ from app.worker.context import WorkerContext
 
 OUTPUT_TTL_SECONDS = 30 * 24 * 3600
 # terminal status -> (statuses it may come from, code and message for lines that never ran)
-ENDINGS = {
-    "completed": (("finalizing",), "request_timeout", "The request did not finish."),
-    "cancelled": (("cancelling",), "batch_cancelled", CANCELLED_MESSAGE),
-    "expired": (("in_progress", "validating"), "batch_expired", EXPIRED_MESSAGE),
+ENDINGS: dict[BatchStatus, tuple[tuple[BatchStatus, ...], str, str]] = {
+    BatchStatus.COMPLETED: ((BatchStatus.FINALIZING,), "request_timeout", "The request did not finish."),
+    BatchStatus.CANCELLED: ((BatchStatus.CANCELLING,), "batch_cancelled", CANCELLED_MESSAGE),
+    BatchStatus.EXPIRED: (EXPIRABLE_BATCH_STATUSES, "batch_expired", EXPIRED_MESSAGE),
 }
 
 
@@ -92,7 +93,7 @@ async def _commit_file(ctx: WorkerContext, batch: Batch, writer: BlobWriter, kin
     )
 
 
-async def finalize(ctx: WorkerContext, claim: Claim, batch: Batch, ending: str) -> bool:
+async def finalize(ctx: WorkerContext, claim: Claim, batch: Batch, ending: BatchStatus) -> bool:
     """Write the files and move the batch to `ending`. False if its status moved on meanwhile
     (e.g. a cancel arrived during finalizing); the caller re-reads and decides again."""
     from_statuses, code, message = ENDINGS[ending]

@@ -10,6 +10,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import suppress
 
+from app.core.statuses import BatchStatus
 from app.db.models import Batch
 from app.db.repositories.batches import BatchRepository
 from app.db.repositories.shards import ShardClaim, ShardRepository
@@ -73,7 +74,7 @@ class ShardRun:
         async with self.ctx.db.read() as session:
             batch = await BatchRepository(session).load(self.claim.batch_id)
             done = await ShardRepository(session).finished_line_numbers(self.claim)
-        if batch is None or batch.status != "in_progress":
+        if batch is None or batch.status != BatchStatus.IN_PROGRESS:
             return
         model = batch.model
         assert model is not None, "validation names a running batch's model"
@@ -112,5 +113,5 @@ class ShardRun:
             await checkpoint.flush()
             async with self.ctx.db.read() as session:
                 status = await BatchRepository(session).status(batch.id)
-            if status != "in_progress" or time.time() >= batch.expires_at:
+            if status != BatchStatus.IN_PROGRESS or time.time() >= batch.expires_at:
                 stop.set()

@@ -3,10 +3,9 @@ from __future__ import annotations
 from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.core.statuses import BatchStatus
 from app.db.base import Base
-
-ACTIVE_STATUSES = ("validating", "in_progress", "finalizing", "cancelling")
-TERMINAL_STATUSES = ("completed", "failed", "expired", "cancelled")
+from app.db.status_columns import status_check, status_type
 
 
 class Batch(Base):
@@ -21,7 +20,7 @@ class Batch(Base):
     endpoint: Mapped[str] = mapped_column(String(64))
     input_file_id: Mapped[str] = mapped_column(String(64))
     completion_window: Mapped[str] = mapped_column(String(16))
-    status: Mapped[str] = mapped_column(String(16))
+    status: Mapped[BatchStatus] = mapped_column(status_type(BatchStatus))
     model: Mapped[str | None] = mapped_column(String(256), nullable=True)
     metadata_: Mapped[dict | None] = mapped_column("metadata", JSON, nullable=True)
     errors: Mapped[list | None] = mapped_column(JSON, nullable=True)
@@ -54,6 +53,7 @@ class Batch(Base):
     __table_args__ = (
         Index("ix_batches_project_seq", "project", "seq"),
         Index("ix_batches_status", "status"),
+        status_check(BatchStatus),
     )
 
 

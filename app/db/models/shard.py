@@ -3,9 +3,9 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Float, ForeignKey, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.core.statuses import ShardStatus
 from app.db.base import Base
-
-SHARD_PENDING, SHARD_RUNNING, SHARD_DONE = "pending", "running", "done"
+from app.db.status_columns import status_check, status_type
 
 
 class BatchShard(Base):
@@ -23,7 +23,7 @@ class BatchShard(Base):
     start_offset: Mapped[int] = mapped_column(BigInteger)
     end_offset: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     lines: Mapped[int] = mapped_column(Integer)
-    status: Mapped[str] = mapped_column(String(16), default=SHARD_PENDING)
+    status: Mapped[ShardStatus] = mapped_column(status_type(ShardStatus), default=ShardStatus.PENDING)
     lease_owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
     lease_expires_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     fence: Mapped[int] = mapped_column(Integer, default=0)
@@ -37,4 +37,5 @@ class BatchShard(Base):
     __table_args__ = (
         UniqueConstraint("batch_id", "shard_no", name="uq_batch_shards_batch_id_shard_no"),
         Index("ix_batch_shards_status", "status"),
+        status_check(ShardStatus),
     )

@@ -3,9 +3,9 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.core.statuses import UploadStatus
 from app.db.base import Base
-
-UPLOAD_STATUSES = ("pending", "completed", "cancelled", "expired")
+from app.db.status_columns import status_check, status_type
 
 
 class Upload(Base):
@@ -22,14 +22,21 @@ class Upload(Base):
     mime_type: Mapped[str] = mapped_column(String(256))
     # The byte count the client announced; completion must match it exactly.
     bytes: Mapped[int] = mapped_column(BigInteger)
-    status: Mapped[str] = mapped_column(String(16))
+    status: Mapped[UploadStatus] = mapped_column(status_type(UploadStatus))
     created_at: Mapped[int] = mapped_column(BigInteger)
     expires_at: Mapped[int] = mapped_column(BigInteger)
     # `expires_after.seconds` for the File that completion creates (None: the purpose's default).
     file_expires_after: Mapped[int | None] = mapped_column(Integer, nullable=True)
     file_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
-    __table_args__ = (Index("ix_uploads_status_expires_at", "status", "expires_at"),)
+    __table_args__ = (Index("ix_uploads_status_expires_at", "status", "expires_at"), status_check(UploadStatus))
+
+    def status_at(self, now: float) -> UploadStatus:
+        """The status as of `now`: a pending upload past its expiry is expired even before the
+        sweep marks it."""
+        if self.status == UploadStatus.PENDING and now >= self.expires_at:
+            return UploadStatus.EXPIRED
+        return self.status
 
 
 class UploadPart(Base):

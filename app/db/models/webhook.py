@@ -3,7 +3,9 @@ from __future__ import annotations
 from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.core.statuses import WebhookDeliveryStatus, WebhookEndpointStatus
 from app.db.base import Base
+from app.db.status_columns import status_check, status_type
 
 
 class WebhookEndpoint(Base):
@@ -21,15 +23,17 @@ class WebhookEndpoint(Base):
     secret: Mapped[str] = mapped_column(String(128))
     previous_secret: Mapped[str | None] = mapped_column(String(128), nullable=True)
     previous_secret_expires_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-    # enabled | disabled (by the owner, or by batchd after failing for too long)
-    status: Mapped[str] = mapped_column(String(16), default="enabled")
+    # Disabled by the owner, or by batchd after failing for too long.
+    status: Mapped[WebhookEndpointStatus] = mapped_column(
+        status_type(WebhookEndpointStatus), default=WebhookEndpointStatus.ENABLED
+    )
     disabled_reason: Mapped[str | None] = mapped_column(String(256), nullable=True)
     # Start of the current run of failed deliveries; cleared by any success.
     failing_since: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     created_at: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
 
-    __table_args__ = (Index("ix_webhook_endpoints_project_seq", "project", "seq"),)
+    __table_args__ = (Index("ix_webhook_endpoints_project_seq", "project", "seq"), status_check(WebhookEndpointStatus))
 
 
 class WebhookEvent(Base):
@@ -57,8 +61,9 @@ class WebhookDelivery(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     event_id: Mapped[str] = mapped_column(String(64), ForeignKey("webhook_events.id", ondelete="CASCADE"))
     endpoint_id: Mapped[str] = mapped_column(String(64), ForeignKey("webhook_endpoints.id", ondelete="CASCADE"))
-    # pending | delivered | failed
-    status: Mapped[str] = mapped_column(String(16), default="pending")
+    status: Mapped[WebhookDeliveryStatus] = mapped_column(
+        status_type(WebhookDeliveryStatus), default=WebhookDeliveryStatus.PENDING
+    )
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[float] = mapped_column(Float)
     lease_expires_at: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -68,4 +73,7 @@ class WebhookDelivery(Base):
     created_at: Mapped[int] = mapped_column(BigInteger)
     finished_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
-    __table_args__ = (Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),)
+    __table_args__ = (
+        Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),
+        status_check(WebhookDeliveryStatus),
+    )

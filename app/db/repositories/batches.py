@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Select, and_, delete, exists, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import and_, delete, exists, or_, select, update
 
-from app.db.models import ACTIVE_STATUSES, SHARD_DONE, SHARD_RUNNING, Batch, BatchLine, BatchShard
-
-CANCELLABLE_STATUSES = ("validating", "in_progress", "finalizing")
+from app.core.statuses import ACTIVE_BATCH_STATUSES, CANCELLABLE_BATCH_STATUSES, BatchStatus, ShardStatus
+from app.db.models import Batch, BatchLine, BatchShard
+from app.db.repositories.base import ProjectScopedRepository
 
 
 class LeaseLost(Exception):
@@ -42,47 +41,23 @@ class LineRow:
     reasoning_tokens: int = 0
 
 
-class BatchRepository:
-    def __init__(self, session: AsyncSession) -> None:
-        self.session = session
+class BatchRepository(ProjectScopedRepository[Batch]):
+    model = Batch
 
     # -- API side (project-scoped) ------------------------------------------------------------
-
-    def _scoped(self, project: str) -> Select[tuple[Batch]]:
-        return select(Batch).where(Batch.project == project)
-
-    async def add(self, batch: Batch) -> Batch:
-        self.session.add(batch)
-        await self.session.flush()
-        return batch
-
-    async def get(self, project: str, batch_id: str) -> Batch | None:
-        result = await self.session.execute(self._scoped(project).where(Batch.id == batch_id))
-        return result.scalar_one_or_none()
-
-    async def cursor_seq(self, project: str, batch_id: str) -> int | None:
-        result = await self.session.execute(select(Batch.seq).where(Batch.project == project, Batch.id == batch_id))
-        return result.scalar_one_or_none()
-
-    async def list_newest_first(self, project: str, after_seq: int | None, limit: int) -> Sequence[Batch]:
-        statement = self._scoped(project)
-        if after_seq is not None:
-            statement = statement.where(Batch.seq < after_seq)
-        result = await self.session.execute(statement.order_by(Batch.seq.desc()).limit(limit))
-        return result.scalars().all()
 
     async def request_cancel(self, project: str, batch_id: str, now: int) -> bool:
         result = await self.session.execute(
             update(Batch)
-            .where(Batch.project == project, Batch.id == batch_id, Batch.status.in_(CANCELLABLE_STATUSES))
-            .values(status="cancelling", cancelling_at=now)
+            .where(Batch.project == project, Batch.id == batch_id, Batch.status.in_(CANCELLABLE_BATCH_STATUSES))
+            .values(status=BatchStatus.CANCELLING, cancelling_at=now)
         )
         return result.rowcount == 1
 
     async def active_batch_using_file(self, project: str, file_id: str) -> str | None:
         result = await self.session.execute(
             select(Batch.id)
-            .where(Batch.project == project, Batch.input_file_id == file_id, Batch.status.in_(ACTIVE_STATUSES))
+            .where(Batch.project == project, Batch.input_file_id == file_id, Batch.status.in_(ACTIVE_BATCH_STATUSES))
             .limit(1)
         )
         return result.scalar_one_or_none()
@@ -95,13 +70,18 @@ class BatchRepository:
         expiry, once no replica holds a live lease on one of its shards; in_progress with every
         shard done (the replica that finished the last shard normally moves it on itself)."""
         live_shard = exists().where(
-            BatchShard.batch_id == Batch.id, BatchShard.status == SHARD_RUNNING, BatchShard.lease_expires_at >= now
+            BatchShard.batch_id == Batch.id,
+            BatchShard.status == ShardStatus.RUNNING,
+            BatchShard.lease_expires_at >= now,
         )
-        unfinished_shard = exists().where(BatchShard.batch_id == Batch.id, BatchShard.status != SHARD_DONE)
+        unfinished_shard = exists().where(BatchShard.batch_id == Batch.id, BatchShard.status != ShardStatus.DONE)
         has_work = or_(
-            Batch.status.in_(("validating", "finalizing")),
-            and_(Batch.status == "cancelling", ~live_shard),
-            and_(Batch.status == "in_progress", or_(~unfinished_shard, and_(Batch.expires_at <= now, ~live_shard))),
+            Batch.status.in_((BatchStatus.VALIDATING, BatchStatus.FINALIZING)),
+            and_(Batch.status == BatchStatus.CANCELLING, ~live_shard),
+            and_(
+                Batch.status == BatchStatus.IN_PROGRESS,
+                or_(~unfinished_shard, and_(Batch.expires_at <= now, ~live_shard)),
+            ),
         )
         candidate = (
             select(Batch.seq, Batch.lease_owner)
@@ -145,21 +125,21 @@ class BatchRepository:
         result = await self.session.execute(select(Batch).where(Batch.id == batch_id))
         return result.scalar_one_or_none()
 
-    async def status(self, batch_id: str) -> str | None:
+    async def status(self, batch_id: str) -> BatchStatus | None:
         result = await self.session.execute(select(Batch.status).where(Batch.id == batch_id))
         return result.scalar_one_or_none()
 
-    async def transition(self, claim: Claim, from_statuses: Sequence[str], **values) -> bool:
+    async def transition(self, claim: Claim, from_statuses: Sequence[BatchStatus], **values) -> bool:
         """Guarded status change; False if the status moved on (e.g. a cancel arrived)."""
         return await self._fenced_update(claim, Batch.status.in_(list(from_statuses)), **values)
 
     async def finish_running(self, batch_id: str, now: int) -> bool:
         """in_progress -> finalizing once every shard is done; True for the one caller that moved it."""
-        unfinished_shard = exists().where(BatchShard.batch_id == Batch.id, BatchShard.status != SHARD_DONE)
+        unfinished_shard = exists().where(BatchShard.batch_id == Batch.id, BatchShard.status != ShardStatus.DONE)
         result = await self.session.execute(
             update(Batch)
-            .where(Batch.id == batch_id, Batch.status == "in_progress", ~unfinished_shard)
-            .values(status="finalizing", finalizing_at=now)
+            .where(Batch.id == batch_id, Batch.status == BatchStatus.IN_PROGRESS, ~unfinished_shard)
+            .values(status=BatchStatus.FINALIZING, finalizing_at=now)
         )
         return result.rowcount == 1
 

@@ -1,58 +1,27 @@
-"""SQL for files. Every read is scoped to a project (another project's id simply isn't found)."""
+"""SQL for files. Every read is scoped to a project (another project's id simply isn't found);
+deleted files stay as tombstones until purged, so their ids still work as list cursors."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Sequence
 
 from sqlalchemy import Select, delete, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import File
+from app.db.repositories.base import ProjectScopedRepository
 
 
-class FileRepository:
-    def __init__(self, session: AsyncSession) -> None:
-        self.session = session
+class FileRepository(ProjectScopedRepository[File]):
+    model = File
 
-    def _visible(self, project: str, now: int) -> Select[tuple[File]]:
-        return select(File).where(
-            File.project == project,
-            File.deleted_at.is_(None),
-            or_(File.expires_at.is_(None), File.expires_at > now),
+    def scoped(self, project: str) -> Select[File]:
+        """The project's files that exist now: neither deleted nor expired."""
+        return (
+            super()
+            .scoped(project)
+            .where(File.deleted_at.is_(None), or_(File.expires_at.is_(None), File.expires_at > int(time.time())))
         )
-
-    async def add(self, file: File) -> File:
-        self.session.add(file)
-        await self.session.flush()
-        return file
-
-    async def get(self, project: str, file_id: str, now: int) -> File | None:
-        result = await self.session.execute(self._visible(project, now).where(File.id == file_id))
-        return result.scalar_one_or_none()
-
-    async def cursor_seq(self, project: str, file_id: str) -> int | None:
-        """Position of a cursor id, deleted or expired ones included, so pagination survives
-        deletes made while iterating."""
-        result = await self.session.execute(select(File.seq).where(File.project == project, File.id == file_id))
-        return result.scalar_one_or_none()
-
-    async def list(
-        self,
-        project: str,
-        now: int,
-        *,
-        purpose: str | None,
-        after_seq: int | None,
-        descending: bool,
-        limit: int,
-    ) -> Sequence[File]:
-        statement = self._visible(project, now)
-        if purpose is not None:
-            statement = statement.where(File.purpose == purpose)
-        if after_seq is not None:
-            statement = statement.where(File.seq < after_seq if descending else File.seq > after_seq)
-        statement = statement.order_by(File.seq.desc() if descending else File.seq.asc()).limit(limit)
-        return (await self.session.execute(statement)).scalars().all()
 
     async def mark_deleted(self, file: File, now: int) -> None:
         await self.session.execute(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.statuses import ACTIVE_BATCH_STATUSES
 from app.db.models import Batch, File
-from app.db.models.batch import ACTIVE_STATUSES
 
 
 class QuotaRepository:
@@ -26,6 +26,8 @@ class QuotaRepository:
 
     async def active_batches(self, project: str) -> int:
         result = await self.session.execute(
-            select(func.count()).select_from(Batch).where(Batch.project == project, Batch.status.in_(ACTIVE_STATUSES))
+            select(func.count())
+            .select_from(Batch)
+            .where(Batch.project == project, Batch.status.in_(ACTIVE_BATCH_STATUSES))
         )
         return int(result.scalar_one())

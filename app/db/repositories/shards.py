@@ -15,7 +15,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import SHARD_DONE, SHARD_PENDING, SHARD_RUNNING, Batch, BatchLine, BatchShard
+from app.core.statuses import BatchStatus, ShardStatus
+from app.db.models import Batch, BatchLine, BatchShard
 from app.db.repositories.batches import LeaseLost, LineRow
 
 
@@ -58,7 +59,7 @@ class ShardRepository:
                 start_offset=s.start_offset,
                 end_offset=s.end_offset,
                 lines=s.lines,
-                status=SHARD_PENDING,
+                status=ShardStatus.PENDING,
                 fence=0,
                 taken_over=0,
                 lines_done=0,
@@ -74,15 +75,15 @@ class ShardRepository:
         running batch not in `skip_batches`; with `resumed_only`, only a shard that some replica
         started and gave back or abandoned."""
         claimable = or_(
-            BatchShard.status == SHARD_PENDING,
-            and_(BatchShard.status == SHARD_RUNNING, BatchShard.lease_expires_at < now),
+            BatchShard.status == ShardStatus.PENDING,
+            and_(BatchShard.status == ShardStatus.RUNNING, BatchShard.lease_expires_at < now),
         )
         if resumed_only:
             claimable = and_(claimable, BatchShard.started_at.is_not(None))
         candidate = (
             select(BatchShard.id)
             .join(Batch, Batch.id == BatchShard.batch_id)
-            .where(Batch.status == "in_progress", Batch.expires_at > now, claimable)
+            .where(Batch.status == BatchStatus.IN_PROGRESS, Batch.expires_at > now, claimable)
             .order_by(Batch.seq, BatchShard.shard_no)
             .limit(1)
             .with_for_update(skip_locked=True, of=BatchShard)
@@ -93,13 +94,13 @@ class ShardRepository:
             update(BatchShard)
             .where(BatchShard.id == candidate.scalar_subquery())
             .values(
-                status=SHARD_RUNNING,
+                status=ShardStatus.RUNNING,
                 lease_owner=owner,
                 lease_expires_at=now + lease_seconds,
                 fence=BatchShard.fence + 1,
                 replica=owner,
                 started_at=now,
-                taken_over=case((BatchShard.status == SHARD_RUNNING, 1), else_=0),
+                taken_over=case((BatchShard.status == ShardStatus.RUNNING, 1), else_=0),
             )
             .returning(
                 BatchShard.id,
@@ -133,13 +134,17 @@ class ShardRepository:
         """Give the shard back at once (drain, cancel): another replica may claim it now."""
         await self.session.execute(
             update(BatchShard)
-            .where(BatchShard.id == claim.shard_id, BatchShard.fence == claim.fence, BatchShard.status == SHARD_RUNNING)
-            .values(status=SHARD_PENDING, lease_owner=None, lease_expires_at=None)
+            .where(
+                BatchShard.id == claim.shard_id,
+                BatchShard.fence == claim.fence,
+                BatchShard.status == ShardStatus.RUNNING,
+            )
+            .values(status=ShardStatus.PENDING, lease_owner=None, lease_expires_at=None)
         )
 
     async def mark_done(self, claim: ShardClaim, now: float) -> None:
         if not await self._fenced_update(
-            claim, status=SHARD_DONE, finished_at=now, lease_owner=None, lease_expires_at=None
+            claim, status=ShardStatus.DONE, finished_at=now, lease_owner=None, lease_expires_at=None
         ):
             raise LeaseLost(f"{claim.batch_id} shard {claim.shard_no}")
 
@@ -147,8 +152,8 @@ class ShardRepository:
         """Before a batch is finalized: no runner, stale or not, may write to its shards again."""
         await self.session.execute(
             update(BatchShard)
-            .where(BatchShard.batch_id == batch_id, BatchShard.status != SHARD_DONE)
-            .values(status=SHARD_PENDING, fence=BatchShard.fence + 1, lease_owner=None, lease_expires_at=None)
+            .where(BatchShard.batch_id == batch_id, BatchShard.status != ShardStatus.DONE)
+            .values(status=ShardStatus.PENDING, fence=BatchShard.fence + 1, lease_owner=None, lease_expires_at=None)
         )
 
     async def record_lines(self, claim: ShardClaim, rows: Sequence[LineRow]) -> int:

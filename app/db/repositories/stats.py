@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.statuses import BatchStatus
 from app.db.models import Batch
 
 
@@ -12,7 +13,7 @@ class StatsRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
-    async def batches_by_status(self) -> dict[str, int]:
+    async def batches_by_status(self) -> dict[BatchStatus, int]:
         """{status: number of batches}, over every project (served by ix_batches_status)."""
         result = await self.session.execute(select(Batch.status, func.count()).group_by(Batch.status))
         return {status: int(count) for status, count in result.all()}

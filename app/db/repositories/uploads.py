@@ -6,21 +6,21 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 
 from sqlalchemy import delete, func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.statuses import UploadStatus
 from app.db.models import Upload, UploadPart
+from app.db.repositories.base import ProjectScopedRepository
 
 
-class UploadRepository:
-    def __init__(self, session: AsyncSession) -> None:
-        self.session = session
+class UploadRepository(ProjectScopedRepository[Upload]):
+    model = Upload
 
-    async def add(self, row: Upload | UploadPart) -> None:
-        self.session.add(row)
+    async def add_part(self, part: UploadPart) -> None:
+        self.session.add(part)
         await self.session.flush()
 
     async def get(self, project: str, upload_id: str, *, for_update: bool = False) -> Upload | None:
-        statement = select(Upload).where(Upload.project == project, Upload.id == upload_id)
+        statement = self.scoped(project).where(Upload.id == upload_id)
         if for_update:
             # Postgres: a part insert and a completion of the same upload serialize here.
             statement = statement.with_for_update()
@@ -38,11 +38,11 @@ class UploadRepository:
         )
         return {part.id: part for part in result.scalars()}
 
-    async def finish(self, upload: Upload, status: str, file_id: str | None = None) -> bool:
+    async def finish(self, upload: Upload, status: UploadStatus, file_id: str | None = None) -> bool:
         """pending -> `status`; False if the upload was no longer pending."""
         result = await self.session.execute(
             update(Upload)
-            .where(Upload.seq == upload.seq, Upload.status == "pending")
+            .where(Upload.seq == upload.seq, Upload.status == UploadStatus.PENDING)
             .values(status=status, file_id=file_id)
         )
         if result.rowcount == 1:
@@ -51,7 +51,9 @@ class UploadRepository:
 
     async def expire_due(self, now: int) -> int:
         result = await self.session.execute(
-            update(Upload).where(Upload.status == "pending", Upload.expires_at <= now).values(status="expired")
+            update(Upload)
+            .where(Upload.status == UploadStatus.PENDING, Upload.expires_at <= now)
+            .values(status=UploadStatus.EXPIRED)
         )
         return result.rowcount
 
@@ -60,7 +62,7 @@ class UploadRepository:
         statement = (
             select(UploadPart)
             .join(Upload, Upload.id == UploadPart.upload_id)
-            .where(Upload.status != "pending")
+            .where(Upload.status != UploadStatus.PENDING)
             .order_by(UploadPart.seq)
             .limit(limit)
         )

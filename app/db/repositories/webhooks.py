@@ -1,8 +1,8 @@
-"""SQL for webhook endpoints, the event outbox and deliveries.
+"""SQL for the webhook event outbox and its deliveries (endpoints: repositories/webhook_endpoints.py).
 
-Endpoint reads are scoped to a project. Delivery attempts are claimed with a lease and a random
-token (Postgres `FOR UPDATE SKIP LOCKED`, SQLite's single writer) and every later write about
-the attempt is conditioned on that token, so with several replicas one sends each attempt."""
+Delivery attempts are claimed with a lease and a random token (Postgres `FOR UPDATE SKIP LOCKED`,
+SQLite's single writer) and every later write about the attempt is conditioned on that token, so
+with several replicas one sends each attempt."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.statuses import WebhookDeliveryStatus, WebhookEndpointStatus
 from app.db.models import WebhookDelivery, WebhookEndpoint, WebhookEvent
 
 # Why batchd disabled an endpoint (shown on the endpoint object).
@@ -37,37 +38,6 @@ class ClaimedDelivery:
 class WebhookRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
-
-    # -- endpoints (project-scoped) -------------------------------------------------------------
-
-    def _scoped(self, project: str) -> Select[tuple[WebhookEndpoint]]:
-        return select(WebhookEndpoint).where(WebhookEndpoint.project == project)
-
-    async def add_endpoint(self, endpoint: WebhookEndpoint) -> WebhookEndpoint:
-        self.session.add(endpoint)
-        await self.session.flush()
-        return endpoint
-
-    async def get_endpoint(self, project: str, endpoint_id: str) -> WebhookEndpoint | None:
-        result = await self.session.execute(self._scoped(project).where(WebhookEndpoint.id == endpoint_id))
-        return result.scalar_one_or_none()
-
-    async def endpoint_seq(self, project: str, endpoint_id: str) -> int | None:
-        result = await self.session.execute(
-            select(WebhookEndpoint.seq).where(WebhookEndpoint.project == project, WebhookEndpoint.id == endpoint_id)
-        )
-        return result.scalar_one_or_none()
-
-    async def list_endpoints(self, project: str, after_seq: int | None, limit: int) -> Sequence[WebhookEndpoint]:
-        statement = self._scoped(project)
-        if after_seq is not None:
-            statement = statement.where(WebhookEndpoint.seq < after_seq)
-        result = await self.session.execute(statement.order_by(WebhookEndpoint.seq.desc()).limit(limit))
-        return result.scalars().all()
-
-    async def delete_endpoint(self, endpoint: WebhookEndpoint) -> None:
-        await self.session.delete(endpoint)
-        await self.session.flush()
 
     # -- outbox ---------------------------------------------------------------------------------
 
@@ -93,7 +63,7 @@ class WebhookRepository:
     async def subscribed_endpoint_ids(self, project: str, event_type: str) -> list[str]:
         result = await self.session.execute(
             select(WebhookEndpoint.id, WebhookEndpoint.event_types).where(
-                WebhookEndpoint.project == project, WebhookEndpoint.status == "enabled"
+                WebhookEndpoint.project == project, WebhookEndpoint.status == WebhookEndpointStatus.ENABLED
             )
         )
         # A project has a handful of endpoints: filter the JSON list here, not per dialect in SQL.
@@ -105,7 +75,7 @@ class WebhookRepository:
                 WebhookDelivery(
                     event_id=event_id,
                     endpoint_id=e,
-                    status="pending",
+                    status=WebhookDeliveryStatus.PENDING,
                     attempts=0,
                     next_attempt_at=float(now),
                     created_at=now,
@@ -119,9 +89,9 @@ class WebhookRepository:
 
     @staticmethod
     def _due(now: float) -> Select[tuple[int]]:
-        enabled = select(WebhookEndpoint.id).where(WebhookEndpoint.status == "enabled")
+        enabled = select(WebhookEndpoint.id).where(WebhookEndpoint.status == WebhookEndpointStatus.ENABLED)
         return select(WebhookDelivery.id).where(
-            WebhookDelivery.status == "pending",
+            WebhookDelivery.status == WebhookDeliveryStatus.PENDING,
             WebhookDelivery.next_attempt_at <= now,
             WebhookDelivery.lease_expires_at.is_(None) | (WebhookDelivery.lease_expires_at < now),
             WebhookDelivery.endpoint_id.in_(enabled),
@@ -175,7 +145,7 @@ class WebhookRepository:
         delivery_id: int,
         token: str,
         *,
-        status: str,
+        status: WebhookDeliveryStatus,
         next_attempt_at: float | None,
         status_code: int | None,
         error: str | None,
@@ -192,7 +162,7 @@ class WebhookRepository:
         )
         if next_attempt_at is not None:
             values["next_attempt_at"] = next_attempt_at
-        if status != "pending":
+        if status != WebhookDeliveryStatus.PENDING:
             values["finished_at"] = now
         result = await self.session.execute(
             update(WebhookDelivery)
@@ -223,15 +193,15 @@ class WebhookRepository:
             update(WebhookEndpoint)
             .where(
                 WebhookEndpoint.id == endpoint_id,
-                WebhookEndpoint.status == "enabled",
+                WebhookEndpoint.status == WebhookEndpointStatus.ENABLED,
                 WebhookEndpoint.failing_since <= now - disable_after,
             )
-            .values(status="disabled", updated_at=now, disabled_reason=DISABLED_FAILING)
+            .values(status=WebhookEndpointStatus.DISABLED, updated_at=now, disabled_reason=DISABLED_FAILING)
             .execution_options(synchronize_session=False)
         )
         return result.rowcount == 1
 
-    async def delivery_summary(self, endpoint_id: str) -> dict[str, int]:
+    async def delivery_summary(self, endpoint_id: str) -> dict[WebhookDeliveryStatus, int]:
         """{status: count} of the endpoint's deliveries."""
         result = await self.session.execute(
             select(WebhookDelivery.status, func.count())

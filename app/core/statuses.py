@@ -1,0 +1,69 @@
+"""Every status a stored object can have, and the named groups of them the code decides by.
+
+They are StrEnums: a member is its string (it compares, hashes, formats and serialises as its
+value), so the wire and the database see exactly the strings OpenAI's API uses, and the database
+holds a CHECK constraint built from the same values (migrations/versions/0007_status_checks.py)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class BatchStatus(StrEnum):
+    """A batch's lifecycle, as OpenAI's Batch object names it."""
+
+    VALIDATING = "validating"
+    FAILED = "failed"
+    IN_PROGRESS = "in_progress"
+    FINALIZING = "finalizing"
+    COMPLETED = "completed"
+    EXPIRED = "expired"
+    CANCELLING = "cancelling"
+    CANCELLED = "cancelled"
+
+
+# Still moving: its input file is in use and it counts against the project's quota.
+ACTIVE_BATCH_STATUSES = (
+    BatchStatus.VALIDATING,
+    BatchStatus.IN_PROGRESS,
+    BatchStatus.FINALIZING,
+    BatchStatus.CANCELLING,
+)
+# Ended: nothing changes it any more (a cancel is refused).
+TERMINAL_BATCH_STATUSES = (BatchStatus.COMPLETED, BatchStatus.FAILED, BatchStatus.EXPIRED, BatchStatus.CANCELLED)
+# A cancel request moves these to cancelling.
+CANCELLABLE_BATCH_STATUSES = (BatchStatus.VALIDATING, BatchStatus.IN_PROGRESS, BatchStatus.FINALIZING)
+# Past its expiry, a batch in one of these is expired rather than moved on.
+EXPIRABLE_BATCH_STATUSES = (BatchStatus.VALIDATING, BatchStatus.IN_PROGRESS)
+
+
+class ShardStatus(StrEnum):
+    """A slice of a batch's lines: waiting for a replica, held by one under a lease, or done."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+
+
+class UploadStatus(StrEnum):
+    """A multipart upload, as OpenAI's Upload object names it; only a pending one takes parts."""
+
+    PENDING = "pending"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+
+class WebhookEndpointStatus(StrEnum):
+    """Whether an endpoint receives events (disabled by its owner, or by batchd after failing)."""
+
+    ENABLED = "enabled"
+    DISABLED = "disabled"
+
+
+class WebhookDeliveryStatus(StrEnum):
+    """One event to one endpoint: retried while pending, then delivered or given up (failed)."""
+
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    FAILED = "failed"

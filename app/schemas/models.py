@@ -1,0 +1,25 @@
+"""Models API wire models, named as OpenAI's (openai-python `types/model.py`), with batchd's
+read-only additions about the engine behind each model."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+
+class Model(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str
+    # batchd's additions (read-only; the dashboard's models page shows them).
+    engine_state: Literal["starting", "ready", "dead", "stopped"]
+    lines_in_flight: int
+    lines_waiting: int
+    max_lines_in_flight: int
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[Model]
