@@ -116,6 +116,7 @@ class FileService:
         blob = received.blob
         try:
             purpose, expires_after = self._validate_form(received.fields, blob is not None)
+            assert blob is not None, "the form was refused without its file part"
             filename = sanitize_filename(received.filename)
             if purpose == "batch" and not filename.lower().endswith(".jsonl"):
                 raise InvalidRequest("Invalid file format for Batch API. Must be .jsonl")

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-Hook = Callable[[], Awaitable[None]]
+Hook = Callable[[], Awaitable[object]]  # what a hook returns is ignored
 
 
 def on_rollback(session: AsyncSession, hook: Hook) -> None:

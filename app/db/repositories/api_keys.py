@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.base import rowcount
 from app.db.models import ApiKey
 
 
@@ -39,7 +40,7 @@ class ApiKeyRepository:
         result = await self.session.execute(
             update(ApiKey).where(ApiKey.id == key_id, ApiKey.revoked_at.is_(None)).values(revoked_at=now)
         )
-        if result.rowcount:
+        if rowcount(result):
             return True
         exists = await self.session.execute(select(ApiKey.id).where(ApiKey.id == key_id))
         return exists.scalar_one_or_none() is not None

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from sqlalchemy import and_, delete, exists, or_, select, update
 
 from app.core.statuses import ACTIVE_BATCH_STATUSES, CANCELLABLE_BATCH_STATUSES, BatchStatus, ShardStatus
+from app.db.base import rowcount
 from app.db.models import Batch, BatchLine, BatchShard
 from app.db.repositories.base import ProjectScopedRepository
 
@@ -52,7 +53,7 @@ class BatchRepository(ProjectScopedRepository[Batch]):
             .where(Batch.project == project, Batch.id == batch_id, Batch.status.in_(CANCELLABLE_BATCH_STATUSES))
             .values(status=BatchStatus.CANCELLING, cancelling_at=now)
         )
-        return result.rowcount == 1
+        return rowcount(result) == 1
 
     async def active_batch_using_file(self, project: str, file_id: str) -> str | None:
         result = await self.session.execute(
@@ -112,7 +113,7 @@ class BatchRepository(ProjectScopedRepository[Batch]):
         result = await self.session.execute(
             update(Batch).where(Batch.id == claim.batch_id, Batch.fence == claim.fence, *conditions).values(**values)
         )
-        return result.rowcount == 1
+        return rowcount(result) == 1
 
     async def heartbeat(self, claim: Claim, now: float, lease_seconds: float) -> None:
         if not await self._fenced_update(claim, lease_expires_at=now + lease_seconds):
@@ -141,7 +142,7 @@ class BatchRepository(ProjectScopedRepository[Batch]):
             .where(Batch.id == batch_id, Batch.status == BatchStatus.IN_PROGRESS, ~unfinished_shard)
             .values(status=BatchStatus.FINALIZING, finalizing_at=now)
         )
-        return result.rowcount == 1
+        return rowcount(result) == 1
 
     async def delete_lines(self, batch_id: str) -> None:
         """A finalized batch's checkpoint rows: its files hold them now."""

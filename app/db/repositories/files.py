@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 
 from sqlalchemy import Select, delete, or_, select, update
 
+from app.db.base import rowcount
 from app.db.models import File
 from app.db.repositories.base import ProjectScopedRepository
 
@@ -48,7 +49,7 @@ class FileRepository(ProjectScopedRepository[File]):
         result = await self.session.execute(
             delete(File).where(File.deleted_at.is_not(None), File.deleted_at < deleted_before)
         )
-        return result.rowcount
+        return rowcount(result)
 
     async def live_ids(self) -> AsyncIterator[tuple[str, str]]:
         """(project, id) of every file not deleted, streamed: what the blob store may hold."""

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
-from sqlalchemy import and_, case, func, or_, select, update
+from sqlalchemy import Table, and_, case, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.statuses import BatchStatus, ShardStatus
+from app.db.base import dialect_of, rowcount
 from app.db.models import Batch, BatchLine, BatchShard
 from app.db.repositories.batches import LeaseLost, LineRow
 
@@ -103,7 +105,7 @@ class ShardRepository:
                 taken_over=case((BatchShard.status == ShardStatus.RUNNING, 1), else_=0),
             )
             .returning(
-                BatchShard.id,
+                BatchShard.id.label("shard_id"),
                 BatchShard.batch_id,
                 BatchShard.shard_no,
                 BatchShard.fence,
@@ -118,13 +120,13 @@ class ShardRepository:
         row = result.first()
         if row is None:
             return None
-        return ShardClaim(*row[:-1], taken_over=bool(row[-1]))
+        return ShardClaim(**{**row._mapping, "taken_over": bool(row.taken_over)})
 
     async def _fenced_update(self, claim: ShardClaim, **values) -> bool:
         result = await self.session.execute(
             update(BatchShard).where(BatchShard.id == claim.shard_id, BatchShard.fence == claim.fence).values(**values)
         )
-        return result.rowcount == 1
+        return rowcount(result) == 1
 
     async def heartbeat(self, claim: ShardClaim, now: float, lease_seconds: float) -> None:
         if not await self._fenced_update(claim, lease_expires_at=now + lease_seconds):
@@ -161,11 +163,11 @@ class ShardRepository:
         shard's and the batch's counters, in one transaction. Returns how many rows were new."""
         if not rows:
             return 0
-        dialect = self.session.bind.dialect.name
+        dialect = dialect_of(self.session)
         insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
         by_line = {row.line_no: row for row in rows}
         result = await self.session.execute(
-            insert_fn(BatchLine.__table__)
+            insert_fn(cast(Table, BatchLine.__table__))
             .on_conflict_do_nothing(index_elements=["batch_id", "line_no"])
             .returning(BatchLine.line_no),
             [{"batch_id": claim.batch_id, "line_no": r.line_no, "ok": r.ok, "line": r.line} for r in rows],

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 from sqlalchemy import delete, func, select, update
 
 from app.core.statuses import UploadStatus
+from app.db.base import rowcount
 from app.db.models import Upload, UploadPart
 from app.db.repositories.base import ProjectScopedRepository
 
@@ -45,9 +46,9 @@ class UploadRepository(ProjectScopedRepository[Upload]):
             .where(Upload.seq == upload.seq, Upload.status == UploadStatus.PENDING)
             .values(status=status, file_id=file_id)
         )
-        if result.rowcount == 1:
+        if rowcount(result) == 1:
             upload.status, upload.file_id = status, file_id
-        return result.rowcount == 1
+        return rowcount(result) == 1
 
     async def expire_due(self, now: int) -> int:
         result = await self.session.execute(
@@ -55,7 +56,7 @@ class UploadRepository(ProjectScopedRepository[Upload]):
             .where(Upload.status == UploadStatus.PENDING, Upload.expires_at <= now)
             .values(status=UploadStatus.EXPIRED)
         )
-        return result.rowcount
+        return rowcount(result)
 
     async def finished_parts(self, limit: int, upload_id: str | None = None) -> Sequence[UploadPart]:
         """Parts of uploads that take no more parts (completed, cancelled, expired): garbage."""

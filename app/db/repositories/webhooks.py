@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
-from sqlalchemy import Select, func, select, update
+from sqlalchemy import Select, Table, func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.statuses import WebhookDeliveryStatus, WebhookEndpointStatus
+from app.db.base import dialect_of, rowcount
 from app.db.models import WebhookDelivery, WebhookEndpoint, WebhookEvent
 
 # Why batchd disabled an endpoint (shown on the endpoint object).
@@ -43,10 +45,10 @@ class WebhookRepository:
 
     async def add_event(self, event: WebhookEvent) -> bool:
         """Insert the event unless its batch already has one; True if inserted."""
-        dialect = self.session.bind.dialect.name
+        dialect = dialect_of(self.session)
         insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
         result = await self.session.execute(
-            insert_fn(WebhookEvent.__table__)
+            insert_fn(cast(Table, WebhookEvent.__table__))
             .values(
                 id=event.id,
                 project=event.project,
@@ -88,7 +90,7 @@ class WebhookRepository:
     # -- sending --------------------------------------------------------------------------------
 
     @staticmethod
-    def _due(now: float) -> Select[tuple[int]]:
+    def _due(now: float) -> Select[int]:
         enabled = select(WebhookEndpoint.id).where(WebhookEndpoint.status == WebhookEndpointStatus.ENABLED)
         return select(WebhookDelivery.id).where(
             WebhookDelivery.status == WebhookDeliveryStatus.PENDING,
@@ -124,10 +126,10 @@ class WebhookRepository:
             select(
                 WebhookDelivery.id,
                 WebhookDelivery.attempts,
-                WebhookEvent.id,
-                WebhookEvent.created_at,
+                WebhookEvent.id.label("event_id"),
+                WebhookEvent.created_at.label("event_created_at"),
                 WebhookEvent.body,
-                WebhookEndpoint.id,
+                WebhookEndpoint.id.label("endpoint_id"),
                 WebhookEndpoint.url,
                 WebhookEndpoint.secret,
                 WebhookEndpoint.previous_secret,
@@ -138,7 +140,7 @@ class WebhookRepository:
             .where(WebhookDelivery.id.in_(ids))
             .order_by(WebhookDelivery.id)
         )
-        return [ClaimedDelivery(*row) for row in rows.all()]
+        return [ClaimedDelivery(**row._mapping) for row in rows.all()]
 
     async def finish_attempt(
         self,
@@ -153,7 +155,7 @@ class WebhookRepository:
     ) -> bool:
         """Record an attempt's result: `pending` again (retry at `next_attempt_at`), `delivered`
         or `failed`. False if the lease was lost meanwhile (another sender owns it now)."""
-        values = dict(
+        values: dict[str, Any] = dict(
             status=status,
             lease_expires_at=None,
             claim_token=None,
@@ -170,7 +172,7 @@ class WebhookRepository:
             .values(**values)
             .execution_options(synchronize_session=False)
         )
-        return result.rowcount == 1
+        return rowcount(result) == 1
 
     async def endpoint_succeeded(self, endpoint_id: str) -> None:
         await self.session.execute(
@@ -199,7 +201,7 @@ class WebhookRepository:
             .values(status=WebhookEndpointStatus.DISABLED, updated_at=now, disabled_reason=DISABLED_FAILING)
             .execution_options(synchronize_session=False)
         )
-        return result.rowcount == 1
+        return rowcount(result) == 1
 
     async def delivery_summary(self, endpoint_id: str) -> dict[WebhookDeliveryStatus, int]:
         """{status: count} of the endpoint's deliveries."""
