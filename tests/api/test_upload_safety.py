@@ -10,8 +10,9 @@ import time
 import openai
 import pytest
 
+from harness.client import openai_client
+from harness.server import ServerProcess
 from tests.support import db
-from tests.support.server import ServerProcess
 from tests.support.uploads import upload_head
 
 MB = 1024 * 1024
@@ -30,7 +31,7 @@ def small_server(start_server):
 
 @pytest.fixture
 def small_client(small_server):
-    return openai.OpenAI(base_url=small_server.base_url, api_key="any", max_retries=0)
+    return openai_client(small_server.base_url, "any")
 
 
 def _file_rows(server) -> int:
@@ -88,7 +89,7 @@ def sqlite_server(tmp_path_factory):
 
 def test_locked_sqlite_is_503_with_retry_after_and_loses_nothing(sqlite_server):
     small_server = sqlite_server
-    small_client = openai.OpenAI(base_url=sqlite_server.base_url, api_key="any", max_retries=0)
+    small_client = openai_client(sqlite_server.base_url, "any")
     kept = small_client.files.create(file=("kept.jsonl", b"{}\n"), purpose="batch")
     rows, blobs = _file_rows(small_server), db.blob_files(small_server)
     locker = sqlite3.connect(small_server.data_dir / "batchd.db", isolation_level=None)

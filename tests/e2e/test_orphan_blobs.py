@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import time
 
-import openai
-
+from harness.client import openai_client
+from harness.server import ServerProcess
 from tests.support import db
-from tests.support.server import ServerProcess
 
 
 def test_restart_removes_old_orphan_blobs_and_keeps_live_ones(tmp_path, database_factory, storage_factory):
@@ -21,7 +20,7 @@ def test_restart_removes_old_orphan_blobs_and_keeps_live_ones(tmp_path, database
         return ServerProcess(data_dir, database_url, env=env, s3=s3).start()
 
     server = start("3600")
-    client = openai.OpenAI(base_url=server.base_url, api_key="any", max_retries=0)
+    client = openai_client(server.base_url, "any")
     live, rowless, tombstone = (
         client.files.create(file=(f"{n}.jsonl", b"{}\n"), purpose="batch") for n in ("live", "rowless", "tombstone")
     )
@@ -49,7 +48,7 @@ def test_restart_removes_old_orphan_blobs_and_keeps_live_ones(tmp_path, database
     assert not db.has_blob(server, "default", tombstone.id)
     assert db.has_blob(server, "default", live.id)
     assert db.has_blob(server, "default", part.id)
-    client = openai.OpenAI(base_url=server.base_url, api_key="any", max_retries=0)
+    client = openai_client(server.base_url, "any")
     assert client.files.content(live.id).content == b"{}\n"
     done = client.uploads.complete(upload_id=upload.id, part_ids=[part.id])
     assert client.files.content(done.file.id).content == b"{}\n"

@@ -13,13 +13,13 @@ from __future__ import annotations
 import time
 
 import httpx
-import openai
 import pytest
 
+from harness.client import openai_client
+from harness.server import ServerProcess
 from tests.conftest import API_KEYS_ENV
 from tests.support.batches import CHAT_MODEL, chat_line, create, results_by_custom_id, upload, wait_for
 from tests.support.faults import PrivatePostgres, fill, tmpfs
-from tests.support.server import ServerProcess
 from tests.support.upstreams import paced_fleet
 
 HEADERS = {"Authorization": "Bearer key-a"}
@@ -54,7 +54,7 @@ def fault_server(tmp_path_factory, private_pg):
 @pytest.fixture
 def fault_client(fault_server):
     # Retries as users run it: 503s (database down) are retried by the client itself.
-    return openai.OpenAI(base_url=fault_server.base_url, api_key="key-a", max_retries=8)
+    return openai_client(fault_server.base_url, "key-a", max_retries=8)
 
 
 def _assert_every_line_once(client, batch, n: int) -> None:

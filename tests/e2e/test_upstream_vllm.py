@@ -9,11 +9,11 @@ import math
 from pathlib import Path
 
 import httpx
-import openai
 import pytest
 
 from app.engine.catalog import _minilm_path
 from app.engine.tiny_chat import build_tiny_chat_model
+from harness.client import openai_client
 from tests.conftest import API_KEYS_ENV
 from tests.support import head_start
 from tests.support.batches import (
@@ -66,7 +66,7 @@ def client(start_server, vllm_servers):
         args=["--model", f"{CHAT_MODEL}={chat.url}", "--model", f"{EMBED_MODEL}={embed.url}"],
     )
     assert "Engine for" not in server.log()
-    return openai.OpenAI(base_url=server.base_url, api_key="key-a", max_retries=0)
+    return openai_client(server.base_url, "key-a")
 
 
 def direct(url: str, endpoint: str, body: dict) -> dict:

@@ -9,7 +9,7 @@ from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import openai
+from harness.client import openai_client
 
 
 @dataclass
@@ -64,5 +64,5 @@ class WebhookReceiver:
 
     def events(self, secret: str) -> list:
         """Every delivery, verified and parsed by the official client (raises on a bad signature)."""
-        client = openai.OpenAI(api_key="unused", base_url="http://127.0.0.1:1/v1")
+        client = openai_client("http://127.0.0.1:1/v1", "unused")
         return [client.webhooks.unwrap(d.body, d.headers, secret=secret) for d in self.deliveries]

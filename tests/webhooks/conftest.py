@@ -10,6 +10,7 @@ from contextlib import contextmanager
 import openai
 import pytest
 
+from harness.client import openai_client
 from tests.conftest import API_KEYS_ENV, WEBHOOK_TEST_ENV
 from tests.support.webhook_receiver import WebhookReceiver
 
@@ -24,7 +25,7 @@ def hooks_server(start_server):
 
 
 def project_client(server) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.base_url, api_key=HOOKS_KEY, max_retries=0)
+    return openai_client(server.base_url, HOOKS_KEY)
 
 
 def remove_endpoints(client: openai.OpenAI) -> None:

@@ -9,9 +9,9 @@ import time
 import openai
 import pytest
 
+from harness.server import ServerProcess
 from tests.conftest import API_KEYS_ENV, WEBHOOK_TEST_ENV
 from tests.support.batches import chat_line, create, wait_for
-from tests.support.server import ServerProcess
 from tests.support.webhook_receiver import WebhookReceiver
 from tests.webhooks.conftest import project_client, remove_endpoints
 
