@@ -8,13 +8,13 @@ import contextlib
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import httpx
 
 from harness import watchdog
+from harness.poll import wait_until
 
 # How long a stop waits for the rest of a killed group (engine processes) to exit.
 GROUP_EXIT_S = 15.0
@@ -45,6 +45,8 @@ class ManagedProcess:
         self.session = session
         self.niceness = niceness
         self.proc: subprocess.Popen | None = None
+        # Set once its group was killed and reaped: its id may belong to another group later.
+        self.ended = False
 
     @property
     def pid(self) -> int:
@@ -79,7 +81,7 @@ class ManagedProcess:
     def stop(self, grace: float = 60, sig: int = signal.SIGTERM, group: bool = False) -> None:
         """Send `sig` to the leader (or to the whole group) and wait up to `grace` seconds for
         it to exit; then SIGKILL the group and wait for every member to be gone."""
-        if self.proc is None:
+        if self.proc is None or self.ended:
             return
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
@@ -90,7 +92,7 @@ class ManagedProcess:
 
     def kill(self) -> None:
         """SIGKILL the whole group at once."""
-        if self.proc is not None:
+        if self.proc is not None and not self.ended:
             self._end_group()
 
     def _end_group(self) -> None:
@@ -99,11 +101,12 @@ class ManagedProcess:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signal.SIGKILL)
         self.proc.wait()
-        # Members outside our reach (reparented engine processes) exit on their own time.
-        deadline = time.monotonic() + GROUP_EXIT_S
-        while _group_alive(pgid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        watchdog.unregister_group(pgid)
+        self.ended = True
+        # The other members (engine processes, now init's children) are reaped on their own time;
+        # one that outlasts the wait is still registered, so the watchdog kills it again.
+        with contextlib.suppress(TimeoutError):
+            wait_until(lambda: not _group_alive(pgid), GROUP_EXIT_S, f"process group {pgid} to end", 0.05)
+            watchdog.unregister_group(pgid)
 
 
 def _group_alive(pgid: int) -> bool:
@@ -118,15 +121,14 @@ def _group_alive(pgid: int) -> bool:
 
 def wait_http_ok(url: str, process: ManagedProcess, timeout: float, what: str = "") -> None:
     """Poll `url` until it answers 200; fail early with the log when the process exits."""
-    assert process.proc is not None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.proc.poll() is not None:
-            raise RuntimeError(f"{what or process.cmd[0]} exited with {process.proc.returncode}:\n{process.log()}")
+    name = what or process.cmd[0]
+
+    def answers() -> bool:
+        if not process.running():
+            raise RuntimeError(f"{name} exited with {process.proc.returncode}:\n{process.log()}")
         try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
+            return httpx.get(url, timeout=2).status_code == 200
         except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise TimeoutError(f"{what or url} did not come up within {timeout:.0f} s:\n{process.log()}")
+            return False
+
+    wait_until(answers, timeout, lambda: f"{name} to answer {url}:\n{process.log()}", interval=0.2)

@@ -7,7 +7,6 @@ import functools
 import json
 import shutil
 import sys
-import time
 from pathlib import Path
 
 import botocore.session
@@ -15,6 +14,7 @@ import httpx
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from harness.poll import wait_until
 from harness.ports import free_port
 from harness.process import ManagedProcess
 
@@ -117,18 +117,20 @@ class SeaweedFS:
 def wait_until_ready(server: SeaweedFS, timeout: float) -> None:
     """The gateway answers 403 to an anonymous request once it is up; a bucket write proves
     the filer and a volume server are there too (ensure_bucket fails until they are)."""
-    assert server.process is not None and server.process.proc is not None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not server.process.running():
-            raise RuntimeError(f"weed exited with {server.process.proc.returncode}:\n{server.log()}")
+    process = server.process
+    assert process is not None
+
+    def ready() -> bool:
+        if not process.running():
+            raise RuntimeError(f"weed exited with {process.proc.returncode}:\n{server.log()}")
         try:
             httpx.get(server.endpoint_url, timeout=1)
             ensure_bucket(server, "batchd-ready-check")
-            return
         except Exception:  # noqa: BLE001 - not up yet
-            time.sleep(0.2)
-    raise TimeoutError(f"SeaweedFS did not come up:\n{server.log()}")
+            return False
+        return True
+
+    wait_until(ready, timeout, lambda: f"SeaweedFS to come up:\n{server.log()}", interval=0.2)
 
 
 def client(server: SeaweedFS):
