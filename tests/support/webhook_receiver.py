@@ -4,12 +4,12 @@ and answers with scripted status codes (200 once the script runs out)."""
 from __future__ import annotations
 
 import threading
-import time
 from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from harness.client import openai_client
+from harness.poll import wait_until
 
 
 @dataclass
@@ -56,10 +56,12 @@ class WebhookReceiver:
         self.server.server_close()
 
     def wait_for(self, count: int, timeout: float = 60) -> list[Delivery]:
-        deadline = time.monotonic() + timeout
-        while len(self.deliveries) < count:
-            assert time.monotonic() < deadline, f"{len(self.deliveries)} of {count} deliveries arrived"
-            time.sleep(0.05)
+        wait_until(
+            lambda: len(self.deliveries) >= count,
+            timeout,
+            lambda: f"{count} deliveries ({len(self.deliveries)} arrived)",
+            interval=0.05,
+        )
         return list(self.deliveries)
 
     def events(self, secret: str) -> list:
