@@ -30,7 +30,7 @@ run: install
 # The habits that keep the layout (pyproject.toml configures each): lint and format, the import
 # contracts (layers, vLLM only under app/engine, app/core a leaf, no cycles) and types. Any of them
 # failing fails `make test`.
-LINT_PATHS := app tests bench migrations
+LINT_PATHS := app harness tests bench migrations
 lint: install
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/ruff format --check $(LINT_PATHS)

@@ -14,12 +14,11 @@ import subprocess
 import time
 from pathlib import Path
 
-import openai
-
 from bench.inputs import embedding_lines, write_jsonl
 from bench.systems.server import _run_batch
-from tests.support import db, postgres
-from tests.support.server import ServerProcess
+from harness import db, postgres
+from harness.client import openai_client
+from harness.server import ServerProcess
 
 EMBED_MODEL = "all-MiniLM-L6-v2"
 REPORT = Path(__file__).parent / "results" / "2026-11-23-db-size.md"
@@ -55,7 +54,7 @@ def main() -> None:
     try:
         server.start(timeout=600)
         args.autovacuum = db.execute(server, "SHOW autovacuum")[0][0]
-        client = openai.OpenAI(base_url=server.base_url, api_key="bench", timeout=600, max_retries=5)
+        client = openai_client(server.base_url, "bench", timeout=600, max_retries=5)
         before = _sizes(server)
         for i in range(args.batches):
             stamps = _run_batch(client, input_path, "/v1/embeddings", args.work_dir / f"batch-{i}", 3600)

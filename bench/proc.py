@@ -3,7 +3,10 @@ its combined stdout/stderr copied to a log file, noting when given markers first
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -14,6 +17,7 @@ from pathlib import Path
 import psutil
 
 from bench.measure import TreeRss
+from harness import watchdog
 
 
 @dataclass
@@ -54,9 +58,18 @@ def run_logged(
     matches: dict[str, re.Match] = {}
     tail: deque[str] = deque(maxlen=50)
     spawned = time.time()
+    # A process group of its own, killed by the watchdog should this process die first
+    # (harness/watchdog.py); not a session, so the kernel schedules it as it did the bench.
     proc = subprocess.Popen(
-        cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        cmd,
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        process_group=0,
     )
+    watchdog.register_group(proc.pid)
     rss = TreeRss(proc.pid).start()
 
     def pump() -> None:
@@ -81,6 +94,10 @@ def run_logged(
         exited = time.time()
         rss.stop()
         reader.join(timeout=30)
+        # Whatever the command left behind in its group (engine processes) goes with it.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        watchdog.unregister_group(proc.pid)
     return Finished(proc.returncode, spawned, exited, seen, matches, rss, log_path, list(tail))
 
 

@@ -100,7 +100,7 @@ async def _obstore(op: str, endpoint: str, key: str, total: int, clock: list[flo
 
 def child(client: str, op: str, endpoint: str, key: str, total: int) -> None:
     """One operation in this process; prints wall seconds and RSS growth as JSON."""
-    from tests.support.rss import PeakRss
+    from harness.rss import PeakRss
 
     run = {"aiobotocore": _aiobotocore, "obstore": _obstore}[client]
     # Import the client before the baseline so the figure is what the transfer costs.
@@ -126,13 +126,12 @@ def main() -> None:
         child(*args.child, total)
         return
 
-    from tests.support import s3
-    from tests.support.seaweedfs import SeaweedFS
+    from harness import seaweedfs
 
     with tempfile.TemporaryDirectory() as root:
-        server = SeaweedFS(Path(root)).start()
+        server = seaweedfs.SeaweedFS(Path(root)).start()
         try:
-            s3.ensure_bucket(server, BUCKET)
+            seaweedfs.ensure_bucket(server, BUCKET)
             env = {**os.environ, **server.env(BUCKET)}
             results: dict[str, dict[str, list[dict]]] = {c: {"upload": [], "download": []} for c in CLIENTS}
             for round_no in range(args.rounds):
@@ -163,7 +162,7 @@ def main() -> None:
                             result = {"returncode": done.returncode, "stderr": done.stderr[-2000:]}
                         results[client][op].append(result)
                         print(client, op, round_no, result, flush=True)
-                    s3.client(server).delete_object(Bucket=BUCKET, Key=key)
+                    seaweedfs.client(server).delete_object(Bucket=BUCKET, Key=key)
         finally:
             server.stop()
     args.out.write_text(json.dumps({"mb": args.mb, "results": results}, indent=1))

@@ -21,17 +21,20 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import openai
 import psutil
 
-from tests.support import postgres
-from tests.support.server import ServerProcess
-from tests.support.upstreams import FakeFleet, upstream_config
+from harness import postgres
+from harness.client import openai_client
+from harness.fake_fleet import FakeFleet, upstream_config
+from harness.poll import wait_for_batch
+from harness.server import ServerProcess
 
 MODEL = "sim"
 DELAY_MS = 200
 PER_URL = 32
 KEY = "bench-key"
+# Far beyond a run at the fleet's capacity; a bound so that a stuck batch ends the run.
+BATCH_TIMEOUT_S = 3600
 
 
 @dataclass
@@ -141,15 +144,13 @@ def run(scenario: Scenario, lines: int, work: Path) -> Result:
             t.start()
         for t in threads:
             t.join()
-        client = openai.OpenAI(base_url=servers[0].base_url, api_key=KEY, max_retries=2)
+        client = openai_client(servers[0].base_url, KEY, max_retries=2)
         file = client.files.create(file=("w5.jsonl", _input(lines)), purpose="batch")
         result.loadavg_before = os.getloadavg()
         cpu_before = [_cpu(s.pid) for s in servers]
         created = time.monotonic()
         batch = client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions", completion_window="24h")
-        while batch.status not in ("completed", "failed", "expired", "cancelled"):
-            time.sleep(0.25)
-            batch = client.batches.retrieve(batch.id)
+        batch = wait_for_batch(client, batch.id, timeout=BATCH_TIMEOUT_S, interval=0.25)
         result.total_s = time.monotonic() - created
         result.replica_cpu_s = [_cpu(s.pid) - before for s, before in zip(servers, cpu_before, strict=True)]
         result.loadavg_after = os.getloadavg()

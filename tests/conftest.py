@@ -9,12 +9,13 @@ from pathlib import Path
 import openai
 import pytest
 
-from tests.support import postgres
+from harness import postgres
+from harness.client import openai_client
+from harness.seaweedfs import SeaweedFS
+from harness.server import ServerProcess
 from tests.support.engines import eager_config
 from tests.support.head_start import HeadStarts
 from tests.support.s3 import S3Location
-from tests.support.seaweedfs import SeaweedFS
-from tests.support.server import ServerProcess
 
 # CI sets this: Postgres tests must run there, never skip.
 REQUIRE_POSTGRES = os.environ.get("BATCHD_TEST_REQUIRE_POSTGRES") == "1"
@@ -143,12 +144,12 @@ def server(start_server) -> ServerProcess:
 
 @pytest.fixture
 def client(server) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.base_url, api_key="key-a", max_retries=0)
+    return openai_client(server.base_url, "key-a")
 
 
 @pytest.fixture
 def client_b(server) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.base_url, api_key="key-b", max_retries=0)
+    return openai_client(server.base_url, "key-b")
 
 
 @pytest.fixture(scope="session")
@@ -174,7 +175,7 @@ def model_server(start_server, tmp_path_factory) -> ServerProcess:
 
 @pytest.fixture
 def model_client(model_server) -> openai.OpenAI:
-    return openai.OpenAI(base_url=model_server.base_url, api_key="key-a", max_retries=0)
+    return openai_client(model_server.base_url, "key-a")
 
 
 @pytest.fixture(scope="session")

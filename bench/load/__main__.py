@@ -22,7 +22,6 @@ import dataclasses
 import datetime as dt
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,6 @@ import uuid
 from pathlib import Path
 
 import asyncpg
-import httpx
 import psutil
 
 from bench.load.harness import LoadConfig, percentiles, run_load
@@ -39,84 +37,51 @@ from bench.load.profile import Profiler
 from bench.load.report import markdown, write_chart
 from bench.load.verify import verify
 from bench.machine import machine_info
-from bench.proc import kill_tree
+from harness.server import ServerProcess
 
 # The worker replica of the split layout yields the CPU to the API-only replica.
 WORKER_NICENESS = 10
 LAYOUTS = ("one", "one-unniced", "split")
 # The probe (bench/load/probe.py) needs a moment to create its batch before it samples.
 PROBE_STARTUP_S = 5.0
+# Engines start slowly on a loaded machine (torch.compile unless --enforce-eager).
+HEALTHY_TIMEOUT_S = 1800
 RESULTS = Path(__file__).parents[1] / "results"
 API_KEY = "load-key"
 BUILT_IN_MODELS = ("batchd-tiny-chat", "all-MiniLM-L6-v2")
 PG_ADMIN = os.environ.get("BATCHD_BENCH_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
-class Server:
-    """`batchd serve` with the built-in models on a free port, in its own process group."""
-
-    def __init__(
-        self,
-        work: Path,
-        database_url: str | None,
-        enforce_eager: bool = False,
-        *,
-        extra_args: tuple[str, ...] = (),
-        niceness: int = 0,
-        name: str = "server",
-        extra_env: dict[str, str] | None = None,
-    ) -> None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
-        cmd = [
-            str(Path(sys.executable).with_name("batchd")),
-            "serve",
-            "--port",
-            str(self.port),
-            "--data-dir",
-            str(work / "data"),
-        ]
-        if database_url:
-            cmd += ["--database-url", database_url]
-        if enforce_eager:  # no torch.compile: the engines start minutes sooner on a busy machine
-            config = work / "models.json"
-            config.write_text(
-                json.dumps({"models": {name: {"engine_args": {"enforce_eager": True}} for name in BUILT_IN_MODELS}})
-            )
-            cmd += [arg for model in BUILT_IN_MODELS for arg in ("--model", model)] + ["--config", str(config)]
-        cmd += list(extra_args)
-        env = {**os.environ, "BATCHD_API_KEYS": f"{API_KEY}=load", "BATCHD_LOG_LEVEL": "warning", **(extra_env or {})}
-        self.log = (work / f"{name}.log").open("wb")
-        # A process group of its own but not a session: the kernel schedules each session as one
-        # group (autogroup), where a niceness counts only against the session's other processes.
-        self.proc = subprocess.Popen(
-            cmd,
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            process_group=0,
-            preexec_fn=(lambda: os.nice(niceness)) if niceness else None,
+def start_server(
+    work: Path,
+    database_url: str | None,
+    enforce_eager: bool = False,
+    *,
+    extra_args: tuple[str, ...] = (),
+    niceness: int = 0,
+    name: str = "server",
+    extra_env: dict[str, str] | None = None,
+) -> ServerProcess:
+    """`batchd serve` with the built-in models on a free port, launched (not yet healthy). A
+    process group of its own but not a session: the kernel schedules each session as one group
+    (autogroup), where a niceness counts only against the session's other processes."""
+    args: list[str] = []
+    if enforce_eager:  # no torch.compile: the engines start minutes sooner on a busy machine
+        config = work / "models.json"
+        config.write_text(
+            json.dumps({"models": {name: {"engine_args": {"enforce_eager": True}} for name in BUILT_IN_MODELS}})
         )
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-
-    def wait_healthy(self, timeout: float = 1800) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"batchd exited with {self.proc.returncode}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        raise TimeoutError("batchd did not become healthy")
-
-    def stop(self) -> None:
-        kill_tree(self.proc.pid)
-        self.proc.wait()
-        self.log.close()
+        args += [arg for model in BUILT_IN_MODELS for arg in ("--model", model)] + ["--config", str(config)]
+    return ServerProcess(
+        work / "data",
+        database_url,
+        env={"BATCHD_API_KEYS": f"{API_KEY}=load", **(extra_env or {})},
+        args=args + list(extra_args),
+        models=True,
+        session=False,
+        niceness=niceness,
+        log_path=work / f"{name}.log",
+    ).launch()
 
 
 class CpuMeter:
@@ -177,16 +142,16 @@ def run_backend(backend: str, layout: str, config: LoadConfig, work: Path, enfor
     worker = None
     if layout == "split":
         # The API-only replica first: it migrates the database before the worker replica opens it.
-        server = Server(run_dir, database_url, extra_args=("--api-only",), name="api")
+        server = start_server(run_dir, database_url, extra_args=("--api-only",), name="api")
     else:
         unniced = {"BATCHD_ENGINE_NICENESS": "0"} if layout == "one-unniced" else None
-        server = Server(run_dir, database_url, enforce_eager, extra_env=unniced)
+        server = start_server(run_dir, database_url, enforce_eager, extra_env=unniced)
     try:
         log(f"[{label}] starting batchd serve (built-in models) ...")
-        server.wait_healthy()
+        server.wait_healthy(HEALTHY_TIMEOUT_S)
         if layout == "split":
-            worker = Server(run_dir, database_url, enforce_eager, niceness=WORKER_NICENESS, name="worker")
-            worker.wait_healthy()
+            worker = start_server(run_dir, database_url, enforce_eager, niceness=WORKER_NICENESS, name="worker")
+            worker.wait_healthy(HEALTHY_TIMEOUT_S)
         load_before = os.getloadavg()
         log(f"[{label}] {config.clients} clients for {config.duration_s:.0f} s ...")
         cpu = CpuMeter(server.proc.pid, worker.proc.pid if worker else None)
@@ -216,7 +181,7 @@ def run_backend(backend: str, layout: str, config: LoadConfig, work: Path, enfor
         checked = asyncio.run(verify(server.base_url, API_KEY, stats))
     finally:
         for process in filter(None, (worker, server)):
-            process.stop()
+            process.kill()
         if database_url:
             asyncio.run(_pg(f'DROP DATABASE IF EXISTS "{database_url.rsplit("/", 1)[1]}" WITH (FORCE)'))
     return {

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import openai
 
+from harness.client import async_openai_client
+
 CHAT_MODEL = "batchd-tiny-chat"
 # Operation -> relative weight in each client's mix.
 MIX = {
@@ -80,7 +82,7 @@ class Client:
 
     def __init__(self, index: int, base_url: str, api_key: str, config: LoadConfig, stats: Stats, t0: float):
         self.index = index
-        self.api = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=120)
+        self.api = async_openai_client(base_url, api_key, timeout=120)
         self.config = config
         self.stats = stats
         self.t0 = t0

@@ -15,13 +15,13 @@ import json
 import sys
 import time
 
-import openai
+from harness.client import openai_client
 
 INTERVAL_S = 0.05
 
 
 def main(base_url: str, api_key: str, seconds: float) -> list[float]:
-    client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=60)
+    client = openai_client(base_url, api_key, timeout=60)
     line = {
         "custom_id": "probe",
         "method": "POST",

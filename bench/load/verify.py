@@ -12,8 +12,8 @@ import time
 import openai
 
 from bench.load.harness import Stats
-
-TERMINAL = {"completed", "failed", "expired", "cancelled"}
+from harness.client import async_openai_client
+from harness.poll import TERMINAL
 
 
 async def _lines(api: openai.AsyncOpenAI, file_id: str | None) -> list[dict]:
@@ -23,7 +23,7 @@ async def _lines(api: openai.AsyncOpenAI, file_id: str | None) -> list[dict]:
 
 
 async def verify(base_url: str, api_key: str, stats: Stats, timeout_s: float = 900, concurrency: int = 8) -> dict:
-    api = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=10, timeout=120)
+    api = async_openai_client(base_url, api_key, max_retries=10, timeout=120)
     problems: list[str] = []
     gate = asyncio.Semaphore(concurrency)
     statuses: dict[str, str] = {}

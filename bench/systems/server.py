@@ -14,9 +14,9 @@ from bench.measure import TreeRss
 from bench.outputs import scan_results
 from bench.result import SystemRun
 from bench.systems.base import RunSpec
-from tests.support.server import ServerProcess
-
-TERMINAL = {"completed", "failed", "expired", "cancelled"}
+from harness.client import openai_client
+from harness.poll import wait_for_batch
+from harness.server import ServerProcess
 
 
 class ServerSystem:
@@ -42,7 +42,7 @@ class ServerSystem:
             except (RuntimeError, TimeoutError) as exc:
                 return SystemRun.failed_run(self.name, spec.lines, f"server did not start: {exc}"[-2000:])
             healthy = time.time()
-            client = openai.OpenAI(base_url=server.base_url, api_key="bench", timeout=600, max_retries=5)
+            client = openai_client(server.base_url, "bench", timeout=600, max_retries=5)
             warm = _run_batch(client, spec.warmup_path, spec.endpoint, spec.work_dir / "warmup", spec.timeout)
             if warm["status"] != "completed":
                 return SystemRun.failed_run(self.name, spec.lines, f"warm-up batch ended {warm['status']}")
@@ -66,6 +66,11 @@ class ServerSystem:
         return run
 
 
+def _poll_interval(elapsed: float) -> float:
+    """0.5 % of the time elapsed, 50 ms to 1 s: the completion is seen within 0.5 % of the batch's time."""
+    return min(1.0, max(0.05, elapsed * 0.005))
+
+
 def _run_batch(client: openai.OpenAI, path: Path, endpoint: str, prefix: Path, timeout: float) -> dict:
     """Upload ``path``, run it as a batch, download its result files; ``time.time()`` stamps."""
     stamps: dict = {"upload": time.time()}
@@ -73,12 +78,7 @@ def _run_batch(client: openai.OpenAI, path: Path, endpoint: str, prefix: Path, t
         file = client.files.create(file=(path.name, fh), purpose="batch")
     stamps["created"] = time.time()
     batch = client.batches.create(input_file_id=file.id, endpoint=endpoint, completion_window="24h")
-    while batch.status not in TERMINAL:
-        elapsed = time.time() - stamps["created"]
-        if elapsed > timeout:
-            raise TimeoutError(f"batch {batch.id} still {batch.status} after {timeout:.0f} s")
-        time.sleep(min(1.0, max(0.05, elapsed * 0.005)))
-        batch = client.batches.retrieve(batch.id)
+    batch = wait_for_batch(client, batch.id, timeout=timeout, interval=_poll_interval)
     stamps["completed"] = time.time()
     files = []
     for kind, file_id in (("output", batch.output_file_id), ("errors", batch.error_file_id)):

@@ -9,8 +9,9 @@ import openai
 import pytest
 
 from app.services.auth import KEY_COUNT_TTL_SECONDS
+from harness.client import openai_client
+from harness.server import BATCHD, ServerProcess
 from tests.support import db
-from tests.support.server import BATCHD, ServerProcess
 
 
 def _create_key(server, project: str) -> str:
@@ -31,7 +32,7 @@ def _rejected(client) -> bool:
 
 def test_open_mode_then_stored_keys_scope_projects(start_server):
     server = start_server()
-    anyone = openai.OpenAI(base_url=server.base_url, api_key="whatever", max_retries=0)
+    anyone = openai_client(server.base_url, "whatever")
     open_file = anyone.files.create(file=("open.jsonl", b"{}\n"), purpose="batch")
     assert "OPEN MODE" in server.log()
 
@@ -47,8 +48,8 @@ def test_open_mode_then_stored_keys_scope_projects(start_server):
     while not _rejected(anyone) and time.monotonic() < deadline:
         time.sleep(0.3)
     assert _rejected(anyone)
-    one = openai.OpenAI(base_url=server.base_url, api_key=key_one, max_retries=0)
-    two = openai.OpenAI(base_url=server.base_url, api_key=key_two, max_retries=0)
+    one = openai_client(server.base_url, key_one)
+    two = openai_client(server.base_url, key_two)
     mine = one.files.create(file=("one.jsonl", b"{}\n"), purpose="batch")
     assert [f.id for f in one.files.list()] == [mine.id]
     assert two.files.list().data == []
@@ -86,14 +87,10 @@ def test_keys_list_and_revoke_take_effect_on_every_replica_within_a_second(start
         assert all(r[0].isdigit() and r[2].endswith("Z") for r in rows)
         assert key_one not in "\n".join(listed) and key_one[3:12] not in "\n".join(listed)
 
-        clients = {
-            (s.port, k): openai.OpenAI(base_url=s.base_url, api_key=k, max_retries=0)
-            for s in (first, second)
-            for k in (key_one, key_two)
-        }
+        clients = {(s.port, k): openai_client(s.base_url, k) for s in (first, second) for k in (key_one, key_two)}
         # Both servers started in open mode; it ends within their 5 s key-count cache. Until then
         # any key (a revoked one too) is accepted, so wait for an unknown key to be refused.
-        strangers = [openai.OpenAI(base_url=s.base_url, api_key="not-a-key", max_retries=0) for s in (first, second)]
+        strangers = [openai_client(s.base_url, "not-a-key") for s in (first, second)]
         deadline = time.monotonic() + 10
         while not all(_rejected(c) for c in strangers):
             assert time.monotonic() < deadline
@@ -111,7 +108,7 @@ def test_keys_list_and_revoke_take_effect_on_every_replica_within_a_second(start
         # Revoking every key locks the server; it does not fall back to open mode.
         assert _keys(first, "revoke", rows[1][0]).returncode == 0
         _rejected_a_second_later([clients[(s.port, key_two)] for s in (first, second)])
-        anyone = openai.OpenAI(base_url=second.base_url, api_key="whatever", max_retries=0)
+        anyone = openai_client(second.base_url, "whatever")
         # Not a wait for the server: time passes the key-count cache (KEY_COUNT_TTL_SECONDS), so
         # the server counts the stored keys again, revoked ones included, and stays locked.
         time.sleep(KEY_COUNT_TTL_SECONDS + 1)

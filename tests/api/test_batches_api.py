@@ -7,6 +7,7 @@ import httpx
 import openai
 import pytest
 
+from harness.client import openai_client
 from tests.support.batches import TERMINAL, chat_line, create, upload, wait_for
 
 BATCH_KEYS = {
@@ -66,7 +67,7 @@ def test_create_returns_a_validating_batch_with_every_key(client, server):
     assert body["errors"] is None and body["output_file_id"] is None
     assert raw.headers["x-request-id"].startswith("req_")
 
-    strict = openai.OpenAI(base_url=server.base_url, api_key="key-a", max_retries=0, _strict_response_validation=True)
+    strict = openai_client(server.base_url, "key-a", _strict_response_validation=True)
     assert strict.batches.retrieve(body["id"]).id == body["id"]
 
 
@@ -172,7 +173,7 @@ def test_unknown_and_foreign_batches_are_404(client, client_b):
 
 
 def test_list_is_newest_first_and_paginates(server):
-    lister = openai.OpenAI(base_url=server.base_url, api_key="key-batch-list", max_retries=0)
+    lister = openai_client(server.base_url, "key-batch-list")
     file = upload(lister, [chat_line("a")])
     ids = [
         lister.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions", completion_window="24h").id

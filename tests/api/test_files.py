@@ -10,6 +10,7 @@ import httpx
 import openai
 import pytest
 
+from harness.client import async_openai_client, openai_client
 from tests.support import db
 
 
@@ -60,7 +61,7 @@ def test_binary_content_is_byte_identical_and_streamed_raw(client, server):
 
 
 def test_strict_client_accepts_every_object(server):
-    strict = openai.OpenAI(base_url=server.base_url, api_key="key-a", max_retries=0, _strict_response_validation=True)
+    strict = openai_client(server.base_url, "key-a", _strict_response_validation=True)
     file = strict.files.create(file=("s.jsonl", _jsonl()), purpose="batch")
     assert strict.files.retrieve(file.id).id == file.id
     assert any(f.id == file.id for f in strict.files.list(purpose="batch", limit=5))
@@ -69,7 +70,7 @@ def test_strict_client_accepts_every_object(server):
 
 
 def test_list_auto_paginates_in_both_orders(server):
-    lister = openai.OpenAI(base_url=server.base_url, api_key="key-list", max_retries=0)
+    lister = openai_client(server.base_url, "key-list")
     uploaded = [lister.files.create(file=(f"f{i}.jsonl", _jsonl(1)), purpose="batch").id for i in range(27)]
     other = lister.files.create(file=("x.txt", b"x"), purpose="user_data").id
 
@@ -174,7 +175,7 @@ def test_errors_use_openai_envelope_and_exception_classes(client, server):
 
 
 def test_bad_or_missing_key_is_401(server):
-    wrong = openai.OpenAI(base_url=server.base_url, api_key="sk-wrong-key-123456", max_retries=0)
+    wrong = openai_client(server.base_url, "sk-wrong-key-123456")
     with pytest.raises(openai.AuthenticationError) as info:
         wrong.files.list()
     assert info.value.status_code == 401
@@ -247,7 +248,7 @@ def test_async_client_round_trip(server):
 
 
 async def _async_round_trip(server):
-    client = openai.AsyncOpenAI(base_url=server.base_url, api_key="key-a", max_retries=0)
+    client = async_openai_client(server.base_url, "key-a")
     payload = _jsonl(4)
     file = await client.files.create(file=("async.jsonl", payload), purpose="batch")
     assert (await client.files.retrieve(file.id)).filename == "async.jsonl"

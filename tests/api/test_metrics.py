@@ -7,6 +7,7 @@ import httpx
 import openai
 import pytest
 
+from harness.client import openai_client
 from tests.conftest import API_KEYS_ENV
 from tests.support import db
 from tests.support.batches import chat_line, create, jsonl, wait_for
@@ -36,7 +37,7 @@ def test_open_by_default(server):
 
 
 def test_requests_uploads_batches_and_takeovers(metrics_server):
-    client = openai.OpenAI(base_url=metrics_server.base_url, api_key="key-a", max_retries=0)
+    client = openai_client(metrics_server.base_url, "key-a")
     before = scrape(metrics_server, TOKEN)
     data = b"x" * 1234
     file = client.files.create(file=("notes.txt", data), purpose="user_data")

@@ -11,6 +11,7 @@ import httpx
 import openai
 import pytest
 
+from harness.client import openai_client
 from tests.conftest import API_KEYS_ENV
 from tests.support import db
 
@@ -28,7 +29,7 @@ def limited(start_server):
 
 
 def _client(server, key: str = "key-a") -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.base_url, api_key=key, max_retries=2)
+    return openai_client(server.base_url, key, max_retries=2)
 
 
 def test_stored_bytes_limit_is_429_and_stores_nothing(limited):

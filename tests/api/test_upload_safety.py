@@ -10,10 +10,11 @@ import openai
 import pytest
 
 from app.storage.s3 import PART_BYTES
+from harness.client import openai_client
+from harness.poll import wait_until
+from harness.server import ServerProcess
 from tests.support import db
-from tests.support.server import ServerProcess
 from tests.support.uploads import upload_head
-from tests.support.wait import eventually
 
 MB = 1024 * 1024
 
@@ -31,7 +32,7 @@ def small_server(start_server):
 
 @pytest.fixture
 def small_client(small_server):
-    return openai.OpenAI(base_url=small_server.base_url, api_key="any", max_retries=0)
+    return openai_client(small_server.base_url, "any")
 
 
 def _file_rows(server) -> int:
@@ -75,10 +76,10 @@ def test_aborted_upload_leaves_no_row_and_no_blob(start_server):
     with socket.create_connection(("127.0.0.1", server.port)) as sock:
         sock.sendall(upload_head(PART_BYTES + 2 * MB) + b"x" * (PART_BYTES + MB))
         # The server is now mid-stream, with a partial write in the store.
-        partial = eventually(
+        partial = wait_until(
             lambda: set(map(str, db.blob_files(server))) - set(map(str, blobs)), what="a partial write"
         )
-    eventually(lambda: db.blob_files(server) == blobs, timeout=10, what=f"{partial} removed")
+    wait_until(lambda: db.blob_files(server) == blobs, timeout=10, what=f"{partial} removed")
     assert _file_rows(server) == rows
 
 
@@ -92,7 +93,7 @@ def sqlite_server(tmp_path_factory):
 
 def test_locked_sqlite_is_503_with_retry_after_and_loses_nothing(sqlite_server):
     small_server = sqlite_server
-    small_client = openai.OpenAI(base_url=sqlite_server.base_url, api_key="any", max_retries=0)
+    small_client = openai_client(sqlite_server.base_url, "any")
     kept = small_client.files.create(file=("kept.jsonl", b"{}\n"), purpose="batch")
     rows, blobs = _file_rows(small_server), db.blob_files(small_server)
     locker = sqlite3.connect(small_server.data_dir / "batchd.db", isolation_level=None)

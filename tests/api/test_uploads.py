@@ -11,6 +11,7 @@ import httpx
 import openai
 import pytest
 
+from harness.poll import wait_until
 from tests.support import db
 
 
@@ -20,13 +21,6 @@ def _part_rows(server, upload_id: str) -> list[tuple]:
 
 def _status(server, upload_id: str) -> str:
     return db.execute(server, "SELECT status FROM uploads WHERE id = :u", u=upload_id)[0][0]
-
-
-def _wait(predicate, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.1)
 
 
 def test_chunked_upload_from_path_round_trips_and_removes_parts(client, server, tmp_path):
@@ -142,7 +136,11 @@ def test_expired_upload_is_swept_with_its_parts(client, server):
     db.execute(server, "UPDATE uploads SET expires_at = :t WHERE id = :u", t=int(time.time()) - 1, u=upload.id)
 
     # The sweep (every 0.5 s on this server) marks it expired and removes its parts.
-    _wait(lambda: _status(server, upload.id) == "expired" and _part_rows(server, upload.id) == [])
+    wait_until(
+        lambda: _status(server, upload.id) == "expired" and _part_rows(server, upload.id) == [],
+        10,
+        "the upload to expire and its parts to go",
+    )
     with pytest.raises(openai.BadRequestError, match="expired"):
         client.uploads.complete(upload_id=upload.id, part_ids=[part.id])
     with pytest.raises(openai.BadRequestError, match="expired"):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import subprocess
 
-from tests.support import postgres
-from tests.support.server import BATCHD
+from harness import postgres
+from harness.server import BATCHD
 
 
 def test_four_processes_migrate_one_postgres_database_at_once(tmp_path):

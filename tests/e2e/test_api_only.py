@@ -12,9 +12,10 @@ import psutil
 import pytest
 
 from app.services.models import PUBLISH_SECONDS
+from harness.client import openai_client
+from harness.server import ServerProcess
 from tests.support import db
 from tests.support.batches import CHAT_MODEL, EMBED_MODEL, chat_line, create, results_by_custom_id, wait_for
-from tests.support.server import ServerProcess
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,7 @@ def api_only(model_server):
 
 @pytest.fixture
 def api_client(api_only) -> openai.OpenAI:
-    return openai.OpenAI(base_url=api_only.base_url, api_key="key-a", max_retries=0)
+    return openai_client(api_only.base_url, "key-a")
 
 
 def _replica(server: ServerProcess) -> str:

@@ -9,14 +9,14 @@ backend). Killing batchd mid-run on the real engine is covered by the replica te
 
 from __future__ import annotations
 
-import time
-
 import openai
 import pytest
 
+from harness.client import openai_client
+from harness.poll import wait_until
+from harness.server import ServerProcess
 from tests.conftest import API_KEYS_ENV
 from tests.support.batches import CHAT_MODEL, chat_line, create, results_by_custom_id, wait_for
-from tests.support.server import ServerProcess
 from tests.support.upstreams import paced_fleet
 
 LINES = 1000
@@ -55,14 +55,15 @@ def restartable(tmp_path, upstream, database_factory, storage_factory):
 
 
 def _wait_for_marker(server: ServerProcess, name: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not (server.data_dir / f"fault-{name}").exists():
-        assert time.monotonic() < deadline, f"fault point {name} not reached:\n{server.log()[-3000:]}"
-        time.sleep(0.1)
+    wait_until(
+        lambda: (server.data_dir / f"fault-{name}").exists(),
+        timeout,
+        lambda: f"fault point {name} (not reached):\n{server.log()[-3000:]}",
+    )
 
 
 def _client(server: ServerProcess) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.base_url, api_key="key-a", max_retries=0)
+    return openai_client(server.base_url, "key-a")
 
 
 def test_batch_survives_sigkill_while_validating_running_and_finalizing(restartable, upstream):

@@ -10,10 +10,11 @@ import httpx
 import openai
 import pytest
 
+from harness.client import openai_client
+from harness.server import ServerProcess
 from tests.conftest import API_KEYS_ENV
 from tests.support import db
 from tests.support.faults import fill, tmpfs
-from tests.support.server import ServerProcess
 
 MB = 1024 * 1024
 
@@ -29,7 +30,7 @@ def disk_server(tmp_path_factory, database_factory):
 
 @pytest.fixture
 def disk_client(disk_server):
-    return openai.OpenAI(base_url=disk_server.base_url, api_key="key-a", max_retries=0)
+    return openai_client(disk_server.base_url, "key-a")
 
 
 def _assert_507(exc: openai.APIStatusError) -> None:

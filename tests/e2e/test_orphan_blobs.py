@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import time
 
-import openai
-
+from harness.client import openai_client
+from harness.poll import wait_until
+from harness.server import ServerProcess
 from tests.support import db
-from tests.support.server import ServerProcess
-from tests.support.wait import eventually
 
 # Seconds between the old orphan and the other blobs: the server must start and run its pass
 # within this less a second (S3 keeps whole seconds), or the younger blobs count as old too.
@@ -26,7 +25,7 @@ def test_restart_removes_old_orphan_blobs_and_keeps_live_ones(tmp_path, database
         return ServerProcess(data_dir, database_url, env=env, s3=s3).start()
 
     server = start("3600")
-    client = openai.OpenAI(base_url=server.base_url, api_key="any", max_retries=0)
+    client = openai_client(server.base_url, "any")
     # An orphan older than the others by OLDER seconds, so a pass with a minimum age between the
     # two ages removes it and keeps the others: the proof that such a pass ran.
     old = client.files.create(file=("old.jsonl", b"{}\n"), purpose="batch")
@@ -49,7 +48,7 @@ def test_restart_removes_old_orphan_blobs_and_keeps_live_ones(tmp_path, database
     # Younger than the minimum age: could be an upload still finishing elsewhere, so kept. The
     # minimum age is the old orphan's age now: the pass (at start) takes it, not the others.
     server = start(str(time.time() - created))
-    eventually(lambda: not db.has_blob(server, "default", old.id), timeout=15, what="the old orphan removed")
+    wait_until(lambda: not db.has_blob(server, "default", old.id), timeout=15, what="the old orphan removed")
     assert all(db.has_blob(server, "default", f.id) for f in (live, rowless, tombstone))
     server.stop()
 
@@ -61,7 +60,7 @@ def test_restart_removes_old_orphan_blobs_and_keeps_live_ones(tmp_path, database
     assert not db.has_blob(server, "default", tombstone.id)
     assert db.has_blob(server, "default", live.id)
     assert db.has_blob(server, "default", part.id)
-    client = openai.OpenAI(base_url=server.base_url, api_key="any", max_retries=0)
+    client = openai_client(server.base_url, "any")
     assert client.files.content(live.id).content == b"{}\n"
     done = client.uploads.complete(upload_id=upload.id, part_ids=[part.id])
     assert client.files.content(done.file.id).content == b"{}\n"

@@ -16,12 +16,15 @@ from collections import Counter
 import openai
 import pytest
 
+from harness import postgres
+from harness.client import openai_client
+from harness.poll import wait_until
+from harness.server import ServerProcess
 from tests.conftest import API_KEYS_ENV
-from tests.support import db, postgres
+from tests.support import db
 from tests.support.batches import CHAT_MODEL, chat_line, create, results_by_custom_id, wait_for
 from tests.support.engines import eager_config
 from tests.support.orphans import kill_alone_and_assert_no_orphans
-from tests.support.server import ServerProcess
 
 NAMES = ("replica-a", "replica-b", "replica-c")
 LEASE_SECONDS = 3
@@ -67,7 +70,7 @@ class Cluster:
         assert not missing, f"replicas failed to start: {missing}"
 
     def client(self, name: str) -> openai.OpenAI:
-        return openai.OpenAI(base_url=self.replicas[name].base_url, api_key="key-a", max_retries=2)
+        return openai_client(self.replicas[name].base_url, "key-a", max_retries=2)
 
     def shards(self, batch_id: str) -> list[tuple]:
         return db.execute(
@@ -80,15 +83,6 @@ class Cluster:
     def running(self, batch_id: str) -> Counter:
         """Live leases per replica."""
         return Counter(owner for _, status, owner, _, _ in self.shards(batch_id) if status == "running" and owner)
-
-    def wait_until(self, what: str, check, timeout: float = 120.0, interval: float = 0.2):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = check()
-            if value:
-                return value
-            time.sleep(interval)
-        raise AssertionError(f"timed out waiting for {what}")
 
     def stop(self) -> None:
         for server in self.replicas.values():
@@ -145,15 +139,17 @@ def test_three_replicas_share_one_batch(cluster):
 def test_cancel_through_one_replica_stops_every_replica(cluster):
     a, b = cluster.client("replica-a"), cluster.client("replica-b")
     batch = create(a, _lines(6000, "cancel"))
-    cluster.wait_until(
-        "replicas a and c to run shards",
+    wait_until(
         lambda: cluster.running(batch.id)["replica-a"] and cluster.running(batch.id)["replica-c"],
+        120,
+        "replicas a and c to run shards",
+        0.2,
     )
     b.batches.cancel(batch.id)
     cancelled_at = time.monotonic()
     # Each replica re-reads the status every second, then aborts, checkpoints and releases: about
     # two seconds on a quiet machine; the bound leaves room for a loaded CI box.
-    cluster.wait_until("every replica to stop", lambda: not cluster.running(batch.id), timeout=10, interval=0.1)
+    wait_until(lambda: not cluster.running(batch.id), 10, "every replica to stop", 0.1)
     print(f"every replica released its shards {time.monotonic() - cancelled_at:.1f} s after the cancel")
     done = wait_for(b, batch.id, timeout=120)
     assert done.status == "cancelled"
@@ -170,7 +166,7 @@ def test_cancel_through_one_replica_stops_every_replica(cluster):
 def test_sigterm_drains_a_replica_and_others_take_its_shards_at_once(cluster):
     a = cluster.client("replica-a")
     batch = create(a, _lines(4000, "term"))
-    cluster.wait_until("replica-c to run a shard", lambda: cluster.running(batch.id)["replica-c"])
+    wait_until(lambda: cluster.running(batch.id)["replica-c"], 120, "replica-c to run a shard", 0.2)
     server = cluster.replicas["replica-c"]
     held = {no for no, status, owner, _, _ in cluster.shards(batch.id) if owner == "replica-c" and status == "running"}
     sent = time.monotonic()
@@ -180,7 +176,7 @@ def test_sigterm_drains_a_replica_and_others_take_its_shards_at_once(cluster):
         rows = {no: (status, owner) for no, status, owner, _, _ in cluster.shards(batch.id)}
         return all(rows[no][0] == "done" or rows[no][1] not in (None, "replica-c") for no in held)
 
-    cluster.wait_until("another replica to claim replica-c's shards", taken_over, timeout=5, interval=0.1)
+    wait_until(taken_over, 5, "another replica to claim replica-c's shards", 0.1)
     claimed_after = time.monotonic() - sent
     server.proc.wait(timeout=30)
     exited_after = time.monotonic() - sent
@@ -194,7 +190,7 @@ def test_sigterm_drains_a_replica_and_others_take_its_shards_at_once(cluster):
 def test_sigkill_of_a_replica_mid_run_loses_nothing(cluster):
     a = cluster.client("replica-a")
     batch = create(a, _lines(4000, "kill"))
-    cluster.wait_until("replica-b to run a shard", lambda: cluster.running(batch.id)["replica-b"])
+    wait_until(lambda: cluster.running(batch.id)["replica-b"], 120, "replica-b to run a shard", 0.2)
     server = cluster.replicas["replica-b"]
     took = kill_alone_and_assert_no_orphans(server.pid)  # its busy engines die with it
     print(f"replica-b's engine processes gone {took:.2f} s after it")

@@ -11,15 +11,15 @@ upstream: the faults are batchd's storage, not the engine's, and it starts in a 
 from __future__ import annotations
 
 import httpx
-import openai
 import pytest
 
+from harness.client import openai_client
+from harness.poll import wait_until
+from harness.server import ServerProcess
 from tests.conftest import API_KEYS_ENV
 from tests.support.batches import CHAT_MODEL, chat_line, create, results_by_custom_id, upload, wait_for
 from tests.support.faults import PrivatePostgres, fill, tmpfs
-from tests.support.server import ServerProcess
 from tests.support.upstreams import paced_fleet
-from tests.support.wait import eventually
 
 HEADERS = {"Authorization": "Bearer key-a"}
 
@@ -53,7 +53,7 @@ def fault_server(tmp_path_factory, private_pg):
 @pytest.fixture
 def fault_client(fault_server):
     # Retries as users run it: 503s (database down) are retried by the client itself.
-    return openai.OpenAI(base_url=fault_server.base_url, api_key="key-a", max_retries=8)
+    return openai_client(fault_server.base_url, "key-a", max_retries=8)
 
 
 def _assert_every_line_once(client, batch, n: int) -> None:
@@ -73,7 +73,7 @@ def test_finalize_on_a_full_disk_waits_in_finalizing_and_loses_no_line(fault_cli
         )
         stuck = wait_for(fault_client, batch.id, statuses={"finalizing"})
         # Several finalize attempts (backoff 1 s) fail for want of space; the batch waits.
-        eventually(
+        wait_until(
             lambda: fault_server.log().count(f"work on batch {batch.id} stopped with an error") >= 3,
             timeout=60,
             what="three failed finalize attempts",
@@ -119,7 +119,7 @@ def test_postgres_stopped_mid_batch_gives_503_then_nothing_is_lost(fault_client,
             error = response.json()["error"]
             assert error["type"] == "server_error" and "database" in error["message"]
         # The worker's work on the batch and its claims fail meanwhile.
-        eventually(
+        wait_until(
             lambda: (
                 f"work on batch {batch.id} stopped with an error" in fault_server.log()[logged:]
                 and "claiming work failed" in fault_server.log()[logged:]

@@ -9,10 +9,11 @@ import hashlib
 import openai
 import pytest
 
+from harness.client import openai_client
+from harness.rss import PeakRss
+from harness.server import ServerProcess
 from tests.support import db
-from tests.support.rss import PeakRss
 from tests.support.s3 import S3Location
-from tests.support.server import ServerProcess
 
 MB = 1024 * 1024
 
@@ -55,7 +56,7 @@ def _downloaded_sha256(client: openai.OpenAI, file_id: str) -> str:
 def test_300_mb_upload_keeps_server_rss_growth_under_100_mb(server, big_file):
     path, sha256 = big_file
     size = path.stat().st_size
-    client = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0, timeout=600)
+    client = openai_client(server.base_url, "x", timeout=600)
     with PeakRss(server.pid) as rss:
         file = client.files.create(file=path, purpose="user_data")
     assert file.bytes == size
@@ -67,7 +68,7 @@ def test_300_mb_upload_keeps_server_rss_growth_under_100_mb(server, big_file):
 def test_300_mb_chunked_upload_keeps_server_rss_growth_under_100_mb(server, big_file):
     path, sha256 = big_file
     size = path.stat().st_size
-    client = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0, timeout=600)
+    client = openai_client(server.base_url, "x", timeout=600)
     with PeakRss(server.pid) as rss:
         upload = client.uploads.upload_file_chunked(
             file=path, mime_type="text/jsonl", purpose="batch", part_size=64 * MB

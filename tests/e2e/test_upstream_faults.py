@@ -1,4 +1,4 @@
-"""Upstream engines against a fault-injecting fake upstream (tests/support/fake_upstream.py):
+"""Upstream engines against a fault-injecting fake upstream (harness/fake_upstream.py):
 429 with Retry-After, 500, 503, dropped connections and stalls past the timeout are retried
 until the line succeeds; a 400 is the line's answer and lands in the error file; a cancel
 closes the connections of the requests in flight; a URL killed mid-batch leaves the rotation,
@@ -15,10 +15,11 @@ import httpx
 import openai
 import pytest
 
+from harness.client import openai_client
+from harness.fake_fleet import FakeFleet, upstream_config
+from harness.poll import wait_until
 from tests.conftest import API_KEYS_ENV
 from tests.support.batches import create, results_by_custom_id, wait_for
-from tests.support.upstreams import FakeFleet, upstream_config
-from tests.support.wait import eventually
 
 MODEL = "fake"
 
@@ -62,7 +63,7 @@ def upstream_server(start_server, fake, tmp_path_factory):
 
 @pytest.fixture
 def client(upstream_server) -> openai.OpenAI:
-    return openai.OpenAI(base_url=upstream_server.base_url, api_key="key-a", max_retries=0)
+    return openai_client(upstream_server.base_url, "key-a")
 
 
 def test_models_and_health_reflect_the_upstream(client, upstream_server, fake):
@@ -147,7 +148,7 @@ def test_a_killed_url_leaves_the_rotation_and_comes_back(start_server, tmp_path_
         },
     )
     server = start_server({"BATCHD_API_KEYS": API_KEYS_ENV}, models=True, args=["--config", str(config)])
-    client = openai.OpenAI(base_url=server.base_url, api_key="key-a", max_retries=2)
+    client = openai_client(server.base_url, "key-a", max_retries=2)
     seen: list[str] = []
     done = threading.Event()
 
@@ -167,7 +168,7 @@ def test_a_killed_url_leaves_the_rotation_and_comes_back(start_server, tmp_path_
         batch = create(client, lines)
         wait_for(client, batch.id, until=lambda b_: b_.request_counts.completed > 60, timeout=60)
         b.kill()
-        eventually(lambda: "down" in seen, timeout=30, what="the killed URL leaving the rotation")
+        wait_until(lambda: "down" in seen, timeout=30, what="the killed URL leaving the rotation")
         b.start()
         batch = wait_for(client, batch.id, timeout=120)
         deadline = time.monotonic() + 10

@@ -9,11 +9,11 @@ import math
 from pathlib import Path
 
 import httpx
-import openai
 import pytest
 
 from app.engine.config.catalog import _minilm_path
 from app.engine.config.tiny_chat import build_tiny_chat_model
+from harness.client import openai_client
 from tests.conftest import API_KEYS_ENV
 from tests.support import head_start
 from tests.support.batches import (
@@ -70,7 +70,7 @@ def client(start_server, vllm_servers):
     (ready,) = [line for line in log.splitlines() if "ready: serving" in line]
     assert sorted(ready.split("ready: serving ")[1].split(", ")) == sorted([CHAT_MODEL, EMBED_MODEL])
     assert "Engine for" not in log
-    return openai.OpenAI(base_url=server.base_url, api_key="key-a", max_retries=0)
+    return openai_client(server.base_url, "key-a")
 
 
 def direct(url: str, endpoint: str, body: dict) -> dict:

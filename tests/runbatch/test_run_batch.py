@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.server import BATCHD
 from tests.support.batches import CHAT_MODEL, EMBED_MODEL, chat_line, create, jsonl, read_lines, wait_for
 from tests.support.engines import EAGER_FLAG
 from tests.support.orphans import kill_alone_and_assert_no_orphans
-from tests.support.server import BATCHD
 
 SEEDS = Path(__file__).parents[1] / "fixtures" / "seeds"
 # system_fingerprint hashes the engine configuration, which differs between the two setups.

@@ -10,9 +10,10 @@ import time
 import openai
 import pytest
 
+from harness.client import openai_client
+from harness.server import ServerProcess
 from tests.support import db
 from tests.support.s3 import S3Location
-from tests.support.server import ServerProcess
 from tests.support.uploads import upload_head
 
 MB = 1024 * 1024
@@ -34,7 +35,7 @@ def _wait_until(check, timeout: float = 15) -> None:
 def test_over_the_limit_after_parts_were_sent_is_413_and_leaves_nothing(part_server):
     before = db.blob_files(part_server)
     rows = db.execute(part_server, "SELECT count(*) FROM files")
-    client = openai.OpenAI(base_url=part_server.base_url, api_key="any", max_retries=0, timeout=120)
+    client = openai_client(part_server.base_url, "any", timeout=120)
     line = b'{"custom_id": "x", "pad": "' + b"a" * 1000 + b'"}\n'
     with pytest.raises(openai.APIStatusError) as info:
         client.files.create(file=("big.jsonl", line * (20 * MB // len(line))), purpose="batch")

@@ -1,13 +1,15 @@
-"""Helpers for batch tests: build input files, wait for statuses, read result files."""
+"""Helpers for batch tests: build input files, wait for statuses (harness/poll.py), read result files."""
 
 from __future__ import annotations
 
 import json
-import time
 
 import openai
 
-TERMINAL = {"completed", "failed", "expired", "cancelled"}
+# The tests' names for the one batch poll (harness/poll.py).
+from harness.poll import TERMINAL  # noqa: F401
+from harness.poll import wait_for_batch as wait_for  # noqa: F401
+
 CHAT_MODEL = "batchd-tiny-chat"
 EMBED_MODEL = "all-MiniLM-L6-v2"
 
@@ -48,18 +50,6 @@ def upload(client: openai.OpenAI, lines: list[dict] | bytes, name: str = "input.
 def create(client: openai.OpenAI, lines, endpoint: str = "/v1/chat/completions", window: str = "24h", **kw):
     file = upload(client, lines)
     return client.batches.create(input_file_id=file.id, endpoint=endpoint, completion_window=window, **kw)
-
-
-def wait_for(client: openai.OpenAI, batch_id: str, statuses=TERMINAL, timeout: float = 300, until=None):
-    """Poll until the batch reaches one of `statuses` (or `until(batch)` is true)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        batch = client.batches.retrieve(batch_id)
-        if batch.status in statuses or (until is not None and until(batch)):
-            return batch
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"batch {batch_id} still {batch.status}: {batch.request_counts}")
-        time.sleep(0.2)
 
 
 def read_lines(client: openai.OpenAI, file_id: str | None) -> list[dict]:

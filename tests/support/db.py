@@ -1,34 +1,12 @@
-"""Direct access to a test server's database, for fault injection and assertions only."""
+"""Direct access to a test server's database (harness/db.py) and blob store, for fault injection and
+assertions only."""
 
 from __future__ import annotations
 
-import asyncio
-
-from sqlalchemy import text
-
-from app.db.engine import Database
 from app.storage.local import LocalBlobStore
 from app.storage.s3 import S3BlobStore
-from tests.support.server import ServerProcess
-
-
-def database_url(server: ServerProcess) -> str:
-    return server.database_url or f"sqlite+aiosqlite:///{(server.data_dir / 'batchd.db').resolve()}"
-
-
-def execute(server: ServerProcess, sql: str, **params) -> list[tuple]:
-    """Run one statement in its own transaction and return the rows (if any)."""
-
-    async def run() -> list[tuple]:
-        db = Database(database_url(server))
-        try:
-            async with db.write() as session:
-                result = await session.execute(text(sql), params)
-                return [tuple(row) for row in result] if result.returns_rows else []
-        finally:
-            await db.dispose()
-
-    return asyncio.run(run())
+from harness.db import database_url, execute  # noqa: F401 - the tests reach a server's database through this module
+from harness.server import ServerProcess
 
 
 def blob_files(server: ServerProcess) -> list:

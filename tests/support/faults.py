@@ -13,9 +13,26 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.server import free_port
+from harness import watchdog
+from harness.ports import free_port
 
-PG_BIN = Path(os.environ.get("BATCHD_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
+
+def postgres_bindir() -> Path | None:
+    """Where the Postgres server binaries (initdb, pg_ctl) are: $BATCHD_TEST_PG_BIN, else what
+    `pg_config --bindir` says, else Debian's /usr/lib/postgresql/<version>/bin of the highest
+    version, else the directory of an `initdb` on PATH; None when none holds both."""
+    if override := os.environ.get("BATCHD_TEST_PG_BIN"):
+        return Path(override)
+    candidates: list[Path] = []
+    if pg_config := shutil.which("pg_config"):
+        with contextlib.suppress(OSError, subprocess.CalledProcessError):
+            bindir = subprocess.run([pg_config, "--bindir"], check=True, capture_output=True, text=True).stdout
+            candidates.append(Path(bindir.strip()))
+    versions = [path for path in Path("/usr/lib/postgresql").glob("*/bin") if path.parent.name.isdigit()]
+    candidates += sorted(versions, key=lambda path: int(path.parent.name), reverse=True)
+    if initdb := shutil.which("initdb"):
+        candidates.append(Path(initdb).parent)
+    return next((c for c in candidates if (c / "initdb").exists() and (c / "pg_ctl").exists()), None)
 
 
 def require_root() -> None:
@@ -64,6 +81,7 @@ class PrivatePostgres:
         self.data = self.root / "data"
         self.port = free_port()
         self._as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        self.bin = postgres_bindir()
         if os.geteuid() == 0:
             shutil.chown(self.root, "postgres", "postgres")
 
@@ -75,20 +93,25 @@ class PrivatePostgres:
         subprocess.run([*self._as, *args], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def init(self) -> PrivatePostgres:
-        if not (PG_BIN / "initdb").exists():
-            pytest.skip(f"no Postgres binaries in {PG_BIN}")
-        self._run(str(PG_BIN / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
+        if self.bin is None:
+            pytest.skip("no Postgres server binaries (initdb, pg_ctl) found")
+        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
         return self.start()
 
     def start(self) -> PrivatePostgres:
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
         self._run(
-            str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "start"
+            str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "start"
         )
+        # pg_ctl puts the postmaster in a session of its own: it dies with this process only
+        # through the watchdog (its backends follow their postmaster).
+        self.postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        watchdog.register_pid(self.postmaster)
         return self
 
     def stop(self) -> None:
-        self._run(str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
+        watchdog.unregister_pid(self.postmaster)
 
     def destroy(self) -> None:
         with contextlib.suppress(subprocess.CalledProcessError):

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
 import psutil
+
+from harness import watchdog
+from harness.process import ManagedProcess
 
 # A share of 2 against the default 1024: under contention the head starts get about 0.2 %.
 LOW_SHARE = "2"
@@ -46,12 +48,14 @@ class BackgroundRun:
         work_dir.mkdir(parents=True, exist_ok=True)
         self.work_dir = work_dir
         self.stdout_path, self.stderr_path = work_dir / "stdout", work_dir / "stderr"
-        with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(
-                cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True
-            )
+        self.process = ManagedProcess(cmd, self.stdout_path, stderr_path=self.stderr_path, cwd=cwd).start()
+
+    @property
+    def proc(self) -> subprocess.Popen | None:
+        return self.process.proc
 
     def wait(self, timeout: float) -> subprocess.CompletedProcess:
+        assert self.proc is not None
         try:
             self.proc.wait(timeout)
         finally:
@@ -65,9 +69,7 @@ class BackgroundRun:
 
     def stop(self) -> None:
         """Whatever is left of its process group goes."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
+        self.process.kill()
 
 
 class CpuGroup:
@@ -80,8 +82,10 @@ class CpuGroup:
             parent, share_file, share = _own_cpu_cgroup()
             path = parent / name
             path.mkdir(exist_ok=True)
-            (path / share_file).write_text(share)
             self.path, self.parent = path, parent
+            # Removed even when this process is SIGKILLed before `remove()`.
+            watchdog.remove_dir_at_exit(path)
+            (path / share_file).write_text(share)
 
     def add(self, pid: int) -> None:
         if self.path is not None:
@@ -126,11 +130,15 @@ class HeadStarts:
         self.group = CpuGroup(f"batchd-head-starts-{os.getpid()}")
         self.work_root = work_root
         self.jobs: dict[str, list[Job]] = {}
-        for name, (test_file, _) in _REGISTERED.items():
-            if test_file in selected_files:
-                self.jobs[name] = self._launch(name)
-                for job in self.jobs[name]:
-                    self.group.add(job.proc.pid)
+        try:
+            for name, (test_file, _) in _REGISTERED.items():
+                if test_file in selected_files:
+                    self.jobs[name] = self._launch(name)
+                    for job in self.jobs[name]:
+                        self.group.add(job.proc.pid)
+        except BaseException:
+            self.close()
+            raise
 
     def _launch(self, name: str) -> list[Job]:
         return _REGISTERED[name][1](self.work_root / name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.server import ServerProcess
+from harness.server import ServerProcess
 
 
 def scrape(server: ServerProcess, token: str | None = None) -> dict[tuple[str, tuple], float]:

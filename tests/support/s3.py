@@ -3,15 +3,10 @@ injection only: what objects and unfinished multipart uploads a bucket holds."""
 
 from __future__ import annotations
 
-import functools
 import uuid
 from dataclasses import dataclass
 
-import botocore.session
-from botocore.config import Config
-from botocore.exceptions import ClientError
-
-from tests.support.seaweedfs import ACCESS_KEY, REGION, SECRET_KEY, SeaweedFS
+from harness.seaweedfs import SeaweedFS, client, ensure_bucket
 
 
 @dataclass(frozen=True)
@@ -33,31 +28,6 @@ class S3Location:
 
     def contents(self) -> tuple[list[str], list[str]]:
         return contents(self.server, self.bucket, self.prefix)
-
-
-def client(s3server):
-    return _client(s3server.endpoint_url)
-
-
-@functools.cache
-def _client(endpoint_url: str):
-    # Cached: making a botocore client loads its service model, about a second on a busy VM.
-    return botocore.session.get_session().create_client(
-        "s3",
-        endpoint_url=endpoint_url,
-        region_name=REGION,
-        aws_access_key_id=ACCESS_KEY,
-        aws_secret_access_key=SECRET_KEY,
-        config=Config(retries={"max_attempts": 2}),
-    )
-
-
-def ensure_bucket(s3server, bucket: str) -> None:
-    c = client(s3server)
-    try:
-        c.head_bucket(Bucket=bucket)
-    except ClientError:
-        c.create_bucket(Bucket=bucket)
 
 
 def keys(s3server, bucket: str, prefix: str = "") -> list[str]:

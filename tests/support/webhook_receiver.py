@@ -9,7 +9,8 @@ from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import openai
+from harness.client import openai_client
+from harness.poll import wait_until
 
 
 @dataclass
@@ -59,13 +60,15 @@ class WebhookReceiver:
         self.server.server_close()
 
     def wait_for(self, count: int, timeout: float = 60) -> list[Delivery]:
-        deadline = time.monotonic() + timeout
-        while len(self.deliveries) < count:
-            assert time.monotonic() < deadline, f"{len(self.deliveries)} of {count} deliveries arrived"
-            time.sleep(0.05)
+        wait_until(
+            lambda: len(self.deliveries) >= count,
+            timeout,
+            lambda: f"{count} deliveries ({len(self.deliveries)} arrived)",
+            interval=0.05,
+        )
         return list(self.deliveries)
 
     def events(self, secret: str) -> list:
         """Every delivery, verified and parsed by the official client (raises on a bad signature)."""
-        client = openai.OpenAI(api_key="unused", base_url="http://127.0.0.1:1/v1")
+        client = openai_client("http://127.0.0.1:1/v1", "unused")
         return [client.webhooks.unwrap(d.body, d.headers, secret=secret) for d in self.deliveries]

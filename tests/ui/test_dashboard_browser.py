@@ -13,6 +13,7 @@ from selenium.common.exceptions import NoSuchElementException, StaleElementRefer
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
+from harness.client import openai_client
 from tests.support.batches import chat_line, create, wait_for
 from tests.ui.browser import eventually, missing_browser, start_chromium
 
@@ -217,7 +218,7 @@ def test_models_page_shows_each_engine(browser, model_client):
 
 
 def test_projects_see_only_their_own_batches(browser, model_server, model_client):
-    other = openai.OpenAI(base_url=model_server.base_url, api_key="key-b", max_retries=0)
+    other = openai_client(model_server.base_url, "key-b")
     theirs = create(other, [chat_line("b-1")])
     mine = create(model_client, [chat_line("a-1")])
     _go(browser, "/batches")

@@ -10,9 +10,10 @@ from contextlib import contextmanager
 import openai
 import pytest
 
+from harness.client import openai_client
+from harness.server import ServerProcess
 from tests.conftest import API_KEYS_ENV, WEBHOOK_TEST_ENV
 from tests.support import db
-from tests.support.server import ServerProcess
 from tests.support.webhook_receiver import WebhookReceiver
 
 HOOKS_KEY = "key-hooks"
@@ -26,7 +27,7 @@ def hooks_server(start_server):
 
 
 def project_client(server) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.base_url, api_key=HOOKS_KEY, max_retries=0)
+    return openai_client(server.base_url, HOOKS_KEY)
 
 
 def settled_deliveries(server: ServerProcess, batch_id: str) -> list[tuple[str, str, int]]:

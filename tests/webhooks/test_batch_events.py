@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness.poll import wait_until
 from tests.support.batches import chat_line, create, wait_for
-from tests.support.wait import eventually
 from tests.support.webhook_receiver import WebhookReceiver
 from tests.webhooks.conftest import clean_project, settled_deliveries
 
@@ -40,7 +40,7 @@ def test_one_event_per_batch_ending(model_hooks_client, model_server):
         receiver.wait_for(4)
         # And nothing more arrives: each ending's one delivery is recorded as made once.
         for batch in batches.values():
-            settled = eventually(lambda b=batch: settled_deliveries(model_server, b.id), what=f"{batch.id} delivered")
+            settled = wait_until(lambda b=batch: settled_deliveries(model_server, b.id), what=f"{batch.id} delivered")
             assert settled == [(endpoint.id, "delivered", 1)]
         events = receiver.events(endpoint.signing_secret)
         assert sorted((e.type, e.data.id) for e in events) == sorted((k, b.id) for k, b in batches.items())

@@ -10,11 +10,11 @@ from itertools import pairwise
 import openai
 import pytest
 
+from harness.poll import wait_until
+from harness.server import ServerProcess
 from tests.conftest import API_KEYS_ENV, WEBHOOK_TEST_ENV
 from tests.support import db
 from tests.support.batches import chat_line, create, wait_for
-from tests.support.server import ServerProcess
-from tests.support.wait import eventually
 from tests.support.webhook_receiver import WebhookReceiver
 from tests.webhooks.conftest import project_client, remove_endpoints, settled_deliveries
 
@@ -33,7 +33,7 @@ def test_failed_batch_is_delivered_once_and_verifies(hooks_client, hooks_server)
         batch = _failed_batch(hooks_client)
         receiver.wait_for(1)
         # Nothing else is owed: one delivery, made once; the completed-only endpoint is not told.
-        settled = eventually(lambda: settled_deliveries(hooks_server, batch.id), what="the delivery recorded")
+        settled = wait_until(lambda: settled_deliveries(hooks_server, batch.id), what="the delivery recorded")
         assert settled == [(endpoint.id, "delivered", 1)]
         assert len(receiver.deliveries) == 1
         (event,) = receiver.events(endpoint.signing_secret)
@@ -50,7 +50,7 @@ def test_receiver_failing_twice_gets_the_same_webhook_id_three_times(hooks_clien
         batch = _failed_batch(hooks_client)
         deliveries = receiver.wait_for(3, timeout=30)
         # And no fourth after the 200: the delivery is recorded as done after three attempts.
-        settled = eventually(lambda: settled_deliveries(hooks_server, batch.id), what="the delivery recorded")
+        settled = wait_until(lambda: settled_deliveries(hooks_server, batch.id), what="the delivery recorded")
         assert settled == [(endpoint.id, "delivered", 3)]
         assert [d.answered for d in receiver.deliveries] == [500, 500, 200]
         assert len({d.headers["webhook-id"] for d in deliveries}) == 1
@@ -124,7 +124,7 @@ def test_kill_between_terminal_status_and_delivery_still_delivers(tmp_path, data
             (event,) = receiver.events(endpoint.signing_secret)
             assert event.type == "batch.failed" and event.data.id == batch.id
             # Once: the first server's claim counted one attempt, the second server's the other.
-            settled = eventually(lambda: settled_deliveries(second, batch.id), what="the delivery recorded")
+            settled = wait_until(lambda: settled_deliveries(second, batch.id), what="the delivery recorded")
             assert settled == [(endpoint.id, "delivered", 2)]
             assert len(receiver.deliveries) == 1
             remove_endpoints(project_client(second))

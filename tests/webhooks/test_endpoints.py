@@ -5,6 +5,7 @@ from __future__ import annotations
 import openai
 import pytest
 
+from harness.client import openai_client
 from tests.support.webhook_receiver import WebhookReceiver
 
 BATCH_EVENTS = ["batch.completed", "batch.failed", "batch.cancelled", "batch.expired"]
@@ -41,7 +42,7 @@ def test_create_retrieve_list_update_delete(hooks_client, receiver):
 
 def test_endpoints_belong_to_their_project(hooks_client, hooks_server, receiver):
     created = hooks_client.webhooks.create(url=receiver.url, name="mine", event_types=["batch.failed"])
-    other = openai.OpenAI(base_url=hooks_server.base_url, api_key="key-b", max_retries=0)
+    other = openai_client(hooks_server.base_url, "key-b")
     with pytest.raises(openai.NotFoundError) as info:
         other.webhooks.retrieve(created.id)
     assert info.value.body["type"] == "invalid_request_error"
@@ -100,7 +101,7 @@ def test_rotate_secret_and_test_event(hooks_client):
         newest = hooks_client.webhooks.rotate_secret(created.id)
         hooks_client.webhooks.test(created.id, event_type="batch.failed")
         last = receiver.deliveries[-1]
-        verifier = openai.OpenAI(api_key="unused", base_url="http://127.0.0.1:1/v1")
+        verifier = openai_client("http://127.0.0.1:1/v1", "unused")
         verifier.webhooks.verify_signature(last.body, last.headers, secret=newest.signing_secret)
         with pytest.raises(openai.InvalidWebhookSignatureError):
             verifier.webhooks.verify_signature(last.body, last.headers, secret=rotated.signing_secret)

@@ -13,7 +13,7 @@ dropped unanswered), ``stall`` (no answer for a minute), ``hold`` (no answer unt
 goes away). ``GET /_stats`` returns counters, among them ``closed_in_flight``: requests whose
 client closed the connection before the answer.
 
-    python -m tests.support.fake_upstream --port 9001 --port 9002 --delay-ms 200 --max-concurrency 32
+    python -m harness.fake_upstream --port 9001 --port 9002 --delay-ms 200 --max-concurrency 32
 """
 
 from __future__ import annotations

@@ -3,18 +3,20 @@ ports, one identity with fixed test credentials, data in a throwaway directory."
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 import shutil
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
+import botocore.session
 import httpx
+from botocore.config import Config
+from botocore.exceptions import ClientError
 
-from tests.support.server import free_port
+from harness.poll import wait_until
+from harness.ports import free_port
+from harness.process import ManagedProcess
 
 ACCESS_KEY = "batchd-test"
 SECRET_KEY = "batchd-test-secret"
@@ -35,7 +37,7 @@ class SeaweedFS:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.port = free_port()
-        self.proc: subprocess.Popen | None = None
+        self.process: ManagedProcess | None = None
 
     @property
     def endpoint_url(self) -> str:
@@ -95,40 +97,63 @@ class SeaweedFS:
             "-s3.port.iceberg=0",
             "-s3.port.lance=0",
         ]
-        self._log = open(self.root / "weed.log", "ab")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"weed exited with {self.proc.returncode}:\n{self.log()}")
-            if self._ready():
-                return self
-            time.sleep(0.2)
-        self.stop()
-        raise TimeoutError(f"SeaweedFS did not come up:\n{self.log()}")
-
-    def _ready(self) -> bool:
-        # The gateway answers 403 to an anonymous request once it is up; a bucket write proves
-        # the filer and a volume server are there too (ensure_bucket retries until they are).
+        self.process = ManagedProcess(cmd, self.root / "weed.log").start()
         try:
-            httpx.get(self.endpoint_url, timeout=1)
-        except httpx.HTTPError:
-            return False
-        try:
-            from tests.support import s3
-
-            s3.ensure_bucket(self, "batchd-ready-check")
-            return True
-        except Exception:  # noqa: BLE001 - not up yet
-            return False
+            wait_until_ready(self, timeout)
+        except (RuntimeError, TimeoutError):
+            self.stop()
+            raise
+        return self
 
     def log(self) -> str:
-        path = self.root / "weed.log"
-        return path.read_text(errors="replace")[-5000:] if path.exists() else ""
+        return self.process.log() if self.process is not None else ""
 
     def stop(self) -> None:
         # SIGKILL at once: its data is throwaway, and weed takes ~15 s to stop on SIGTERM.
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-        self._log.close()
+        if self.process is not None:
+            self.process.kill()
+
+
+def wait_until_ready(server: SeaweedFS, timeout: float) -> None:
+    """The gateway answers 403 to an anonymous request once it is up; a bucket write proves
+    the filer and a volume server are there too (ensure_bucket fails until they are)."""
+    process = server.process
+    assert process is not None
+
+    def ready() -> bool:
+        if not process.running():
+            raise RuntimeError(f"weed exited with {process.proc.returncode}:\n{server.log()}")
+        try:
+            httpx.get(server.endpoint_url, timeout=1)
+            ensure_bucket(server, "batchd-ready-check")
+        except Exception:  # noqa: BLE001 - not up yet
+            return False
+        return True
+
+    wait_until(ready, timeout, lambda: f"SeaweedFS to come up:\n{server.log()}", interval=0.2)
+
+
+def client(server: SeaweedFS):
+    """A botocore S3 client for `server` with the test credentials."""
+    return _client(server.endpoint_url)
+
+
+@functools.cache
+def _client(endpoint_url: str):
+    # Cached: making a botocore client loads its service model, about a second on a busy VM.
+    return botocore.session.get_session().create_client(
+        "s3",
+        endpoint_url=endpoint_url,
+        region_name=REGION,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+        config=Config(retries={"max_attempts": 2}),
+    )
+
+
+def ensure_bucket(server: SeaweedFS, bucket: str) -> None:
+    c = client(server)
+    try:
+        c.head_bucket(Bucket=bucket)
+    except ClientError:
+        c.create_bucket(Bucket=bucket)

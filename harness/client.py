@@ -1,0 +1,26 @@
+"""The one way the tests and the benchmarks make an `openai` client for a batchd server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+
+
+def openai_client(
+    base_url: str, api_key: str, *, max_retries: int = 0, timeout: float | None = None, **options: Any
+) -> openai.OpenAI:
+    """A client of `base_url`. No retries unless asked: a test sees every status the server
+    sends, and a retried 5xx would hide one. `options` go to `openai.OpenAI` as they are."""
+    if timeout is not None:
+        options["timeout"] = timeout
+    return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=max_retries, **options)
+
+
+def async_openai_client(
+    base_url: str, api_key: str, *, max_retries: int = 0, timeout: float | None = None, **options: Any
+) -> openai.AsyncOpenAI:
+    """The asyncio twin of `openai_client`."""
+    if timeout is not None:
+        options["timeout"] = timeout
+    return openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=max_retries, **options)

@@ -1,0 +1,134 @@
+"""A child process in a process group of its own, output to log files, registered with the
+watchdog (harness/watchdog.py) so it dies with the process that started it; and the wait for a
+child's HTTP endpoint to answer."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import httpx
+
+from harness import watchdog
+from harness.poll import wait_until
+
+# How long a stop waits for the rest of a killed group (engine processes) to exit.
+GROUP_EXIT_S = 15.0
+
+
+class ManagedProcess:
+    """`cmd` started in a new session (or, with `session=False`, only a new process group, so
+    a niceness still counts against the rest of the session: the kernel's autogroup schedules a
+    session as one). `stop()` asks the leader (or the whole group) to end, and after the grace
+    period SIGKILLs whatever is left of the group; either way the group is gone on return."""
+
+    def __init__(
+        self,
+        cmd: Sequence[str],
+        log_path: Path,
+        *,
+        stderr_path: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        session: bool = True,
+        niceness: int = 0,
+    ) -> None:
+        self.cmd = list(cmd)
+        self.log_path = log_path
+        self.stderr_path = stderr_path
+        self.env = dict(env) if env is not None else None
+        self.cwd = cwd
+        self.session = session
+        self.niceness = niceness
+        self.proc: subprocess.Popen | None = None
+        # Set once its group was killed and reaped: its id may belong to another group later.
+        self.ended = False
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self) -> ManagedProcess:
+        niceness = self.niceness
+        with contextlib.ExitStack() as files:
+            out = files.enter_context(open(self.log_path, "ab"))
+            err = files.enter_context(open(self.stderr_path, "ab")) if self.stderr_path else subprocess.STDOUT
+            self.proc = subprocess.Popen(
+                self.cmd,
+                env=self.env,
+                cwd=self.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=self.session,
+                process_group=None if self.session else 0,
+                preexec_fn=(lambda: os.nice(niceness)) if niceness else None,
+            )
+        watchdog.register_group(self.proc.pid)
+        return self
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log(self, tail: int = 5000) -> str:
+        return self.log_path.read_text(errors="replace")[-tail:] if self.log_path.exists() else ""
+
+    def stop(self, grace: float = 60, sig: int = signal.SIGTERM, group: bool = False) -> None:
+        """Send `sig` to the leader (or to the whole group) and wait up to `grace` seconds for
+        it to exit; then SIGKILL the group and wait for every member to be gone."""
+        if self.proc is None or self.ended:
+            return
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                (os.killpg if group else os.kill)(self.proc.pid, sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(grace)
+        self._end_group()
+
+    def kill(self) -> None:
+        """SIGKILL the whole group at once."""
+        if self.proc is not None and not self.ended:
+            self._end_group()
+
+    def _end_group(self) -> None:
+        assert self.proc is not None
+        pgid = self.proc.pid
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+        self.proc.wait()
+        self.ended = True
+        # The other members (engine processes, now init's children) are reaped on their own time;
+        # one that outlasts the wait is still registered, so the watchdog kills it again.
+        with contextlib.suppress(TimeoutError):
+            wait_until(lambda: not _group_alive(pgid), GROUP_EXIT_S, f"process group {pgid} to end", 0.05)
+            watchdog.unregister_group(pgid)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def wait_http_ok(url: str, process: ManagedProcess, timeout: float, what: str = "") -> None:
+    """Poll `url` until it answers 200; fail early with the log when the process exits."""
+    name = what or process.cmd[0]
+
+    def answers() -> bool:
+        if not process.running():
+            raise RuntimeError(f"{name} exited with {process.proc.returncode}:\n{process.log()}")
+        try:
+            return httpx.get(url, timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_until(answers, timeout, lambda: f"{name} to answer {url}:\n{process.log()}", interval=0.2)
