@@ -53,10 +53,7 @@ def test_restart_removes_old_orphan_blobs_and_keeps_live_ones(tmp_path, database
     server.stop()
 
     server = start("0")
-    deadline = time.monotonic() + 15
-    while db.has_blob(server, "default", rowless.id) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not db.has_blob(server, "default", rowless.id)
+    wait_until(lambda: not db.has_blob(server, "default", rowless.id), timeout=15, what="the rowless blob removed")
     assert not db.has_blob(server, "default", tombstone.id)
     assert db.has_blob(server, "default", live.id)
     assert db.has_blob(server, "default", part.id)
