@@ -3,6 +3,7 @@ a batch reaching a status."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Collection
 from typing import Any, TypeVar
@@ -30,6 +31,20 @@ def wait_until(
             waited_for = what() if callable(what) else what
             raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {waited_for}; last: {value!r}")
         time.sleep(interval)
+
+
+async def wait_until_async(
+    check: Callable[[], T], timeout: float = 30, what: str = "the condition", interval: float = 0.02
+) -> T:
+    """`wait_until` inside an event loop: the loop keeps running between checks."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}; last: {value!r}")
+        await asyncio.sleep(interval)
 
 
 def wait_for_batch(

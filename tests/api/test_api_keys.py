@@ -10,6 +10,7 @@ import pytest
 
 from app.services.auth import KEY_COUNT_TTL_SECONDS
 from harness.client import openai_client
+from harness.poll import wait_until
 from harness.server import BATCHD, ServerProcess
 from tests.support import db
 
@@ -44,10 +45,7 @@ def test_open_mode_then_stored_keys_scope_projects(start_server):
     assert all(key_one not in h and key_two not in h for h, _ in stored)
 
     # Open mode ends within the server's 5 s key-count cache.
-    deadline = time.monotonic() + 10
-    while not _rejected(anyone) and time.monotonic() < deadline:
-        time.sleep(0.3)
-    assert _rejected(anyone)
+    wait_until(lambda: _rejected(anyone), 10, "open mode to end", interval=0.3)
     one = openai_client(server.base_url, key_one)
     two = openai_client(server.base_url, key_two)
     mine = one.files.create(file=("one.jsonl", b"{}\n"), purpose="batch")
@@ -91,10 +89,7 @@ def test_keys_list_and_revoke_take_effect_on_every_replica_within_a_second(start
         # Both servers started in open mode; it ends within their 5 s key-count cache. Until then
         # any key (a revoked one too) is accepted, so wait for an unknown key to be refused.
         strangers = [openai_client(s.base_url, "not-a-key") for s in (first, second)]
-        deadline = time.monotonic() + 10
-        while not all(_rejected(c) for c in strangers):
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
+        wait_until(lambda: all(_rejected(c) for c in strangers), 10, "open mode to end on both", interval=0.2)
         assert not any(_rejected(c) for c in clients.values())
 
         assert _keys(first, "revoke", rows[0][0]).returncode == 0

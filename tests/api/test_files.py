@@ -11,6 +11,7 @@ import openai
 import pytest
 
 from harness.client import async_openai_client, openai_client
+from harness.poll import wait_until
 from tests.support import db
 
 
@@ -220,10 +221,7 @@ def test_expires_after_is_honoured_and_expired_files_are_swept(client, server):
     with pytest.raises(openai.NotFoundError):
         client.files.retrieve(file.id)
     assert file.id not in [f.id for f in client.files.list()]
-    deadline = time.monotonic() + 10
-    while len(db.blob_files(server)) != blobs_before - 1 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert len(db.blob_files(server)) == blobs_before - 1
+    wait_until(lambda: len(db.blob_files(server)) == blobs_before - 1, 10, "the expired file's blob removed")
     assert db.execute(server, "SELECT deleted_at IS NOT NULL FROM files WHERE id = :id", id=file.id) == [(True,)]
     assert client.files.content(keep.id).content == b"keep"
 
@@ -235,10 +233,8 @@ def test_deleted_file_records_are_purged_after_the_grace_period(client, server):
     client.files.delete(old.id)
     client.files.delete(recent.id)
     db.execute(server, "UPDATE files SET deleted_at = :t WHERE id = :id", t=int(time.time()) - 8 * 24 * 3600, id=old.id)
-    deadline = time.monotonic() + 10
-    while db.execute(server, "SELECT count(*) FROM files WHERE id = :id", id=old.id) != [(0,)]:
-        assert time.monotonic() < deadline, "the old tombstone was not purged"
-        time.sleep(0.2)
+    purged = "SELECT count(*) FROM files WHERE id = :id"
+    wait_until(lambda: db.execute(server, purged, id=old.id) == [(0,)], 10, "the old tombstone purged")
     assert db.execute(server, "SELECT deleted_at IS NOT NULL FROM files WHERE id = :id", id=recent.id) == [(True,)]
     assert client.files.list(after=recent.id).data is not None  # still a valid cursor
 

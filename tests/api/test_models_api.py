@@ -3,11 +3,10 @@ fields (engine state, lines in flight) that the dashboard's models page shows.""
 
 from __future__ import annotations
 
-import time
-
 import openai
 import pytest
 
+from harness.poll import wait_until
 from tests.support.batches import CHAT_MODEL, EMBED_MODEL, chat_line, create, wait_for
 
 
@@ -30,10 +29,7 @@ def test_lines_in_flight_are_counted_while_a_batch_runs(model_client):
     finally:
         model_client.batches.cancel(batch.id)
         wait_for(model_client, batch.id)
-    deadline = time.monotonic() + 10
-    while _in_flight(model_client) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _in_flight(model_client) == 0, "slots still held after the batch was cancelled"
+    wait_until(lambda: _in_flight(model_client) == 0, 10, "the slots released after the batch was cancelled")
 
 
 def _in_flight(client) -> int:

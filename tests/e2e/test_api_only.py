@@ -4,8 +4,6 @@ model server's database, data dir and storage; batches created or cancelled thro
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import openai
 import psutil
@@ -13,6 +11,7 @@ import pytest
 
 from app.services.models import PUBLISH_SECONDS
 from harness.client import openai_client
+from harness.poll import wait_until
 from harness.server import ServerProcess
 from tests.support import db
 from tests.support.batches import CHAT_MODEL, EMBED_MODEL, chat_line, create, results_by_custom_id, wait_for
@@ -50,10 +49,11 @@ def test_api_only_starts_no_engines(api_only, api_client):
 def test_api_only_lists_the_models_the_model_server_publishes(api_client, model_client):
     served = sorted((m.id, m.engine_state, m.created) for m in model_client.models.list())
     assert [model for model, _, _ in served] == sorted([CHAT_MODEL, EMBED_MODEL])
-    deadline = time.monotonic() + 3 * PUBLISH_SECONDS
-    while (listed := sorted((m.id, m.engine_state, m.created) for m in api_client.models.list())) != served:
-        assert time.monotonic() < deadline, listed
-        time.sleep(0.5)
+
+    def listed():
+        return sorted((m.id, m.engine_state, m.created) for m in api_client.models.list())
+
+    wait_until(lambda: listed() == served, 3 * PUBLISH_SECONDS, lambda: f"{served}, not {listed()}", interval=0.5)
     assert api_client.models.retrieve(CHAT_MODEL).engine_state == "ready"
     with pytest.raises(openai.NotFoundError) as error:
         api_client.models.retrieve("no-such-model")

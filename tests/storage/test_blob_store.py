@@ -5,12 +5,12 @@ does not exist stops the server at start with a clear message."""
 from __future__ import annotations
 
 import socket
-import time
 
 import openai
 import pytest
 
 from harness.client import openai_client
+from harness.poll import wait_until
 from harness.server import ServerProcess
 from tests.support import db
 from tests.support.s3 import S3Location
@@ -24,12 +24,6 @@ BATCH_LIMIT = 12 * MB
 @pytest.fixture(scope="module")
 def part_server(start_server):
     return start_server({"BATCHD_MAX_BATCH_FILE_BYTES": str(BATCH_LIMIT)})
-
-
-def _wait_until(check, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while not check() and time.monotonic() < deadline:
-        time.sleep(0.1)
 
 
 def test_over_the_limit_after_parts_were_sent_is_413_and_leaves_nothing(part_server):
@@ -52,10 +46,8 @@ def test_upload_cut_off_mid_body_leaves_nothing(part_server):
         for _ in range(20):
             sock.sendall(b"x" * MB)
         # Mid-stream: a temp file (local) or a multipart upload with parts in it (S3) exists now.
-        _wait_until(lambda: db.blob_files(part_server) != before)
-        assert db.blob_files(part_server) != before
-    _wait_until(lambda: db.blob_files(part_server) == before)
-    assert db.blob_files(part_server) == before
+        wait_until(lambda: db.blob_files(part_server) != before, 15, "the partial write")
+    wait_until(lambda: db.blob_files(part_server) == before, 15, "the partial write removed")
 
 
 def test_a_missing_bucket_stops_the_server_with_a_clear_message(seaweedfs, tmp_path):

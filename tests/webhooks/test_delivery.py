@@ -4,7 +4,6 @@ webhook-id, disabling a failing endpoint, and delivery after a kill -9."""
 
 from __future__ import annotations
 
-import time
 from itertools import pairwise
 
 import openai
@@ -72,10 +71,12 @@ def test_endpoint_failing_for_long_is_disabled_and_can_be_enabled_again(hooks_cl
     with WebhookReceiver(statuses=[503] * 1000) as receiver:
         endpoint = hooks_client.webhooks.create(url=receiver.url, name="d", event_types=["batch.failed"])
         _failed_batch(hooks_client)
-        deadline = time.monotonic() + 30
-        while (current := hooks_client.webhooks.retrieve(endpoint.id)).status != "disabled":
-            assert time.monotonic() < deadline, "the failing endpoint was not disabled"
-            time.sleep(0.2)
+        current = wait_until(
+            lambda: (e := hooks_client.webhooks.retrieve(endpoint.id)).status == "disabled" and e,
+            30,
+            "the failing endpoint disabled",
+            interval=0.2,
+        )
         assert current.disabled_reason and [e.status for e in hooks_client.webhooks.list()] == ["disabled"]
         attempts = len(receiver.deliveries)
         pending = "SELECT attempts FROM webhook_deliveries WHERE endpoint_id = :e AND status = 'pending'"
@@ -112,10 +113,8 @@ def test_kill_between_terminal_status_and_delivery_still_delivers(tmp_path, data
             client = project_client(first)
             endpoint = client.webhooks.create(url=receiver.url, name="k", event_types=["batch.failed"])
             batch = _failed_batch(client)
-            deadline = time.monotonic() + 30
-            while not (data_dir / "fault-webhook_sending").exists():
-                assert time.monotonic() < deadline, first.log()[-2000:]
-                time.sleep(0.05)
+            marker = data_dir / "fault-webhook_sending"
+            wait_until(marker.exists, 30, lambda: first.log()[-2000:], interval=0.05)
             first.kill()
             assert receiver.deliveries == []
 

@@ -18,6 +18,7 @@ from app.engine.config.catalog import MINILM_NAME
 from app.engine.config.tiny_chat import TINY_CHAT_NAME
 from app.engine.errors import EngineDeadError, EngineNotReadyError, RequestAborted
 from app.engine.local.registry import EngineRegistry
+from harness.poll import wait_until_async
 
 CHAT = "/v1/chat/completions"
 
@@ -215,7 +216,8 @@ def test_abort_mid_generation(registry, run):
 
     async def scenario():
         task = asyncio.create_task(registry.execute(CHAT, long_body, "abort-1"))
-        await asyncio.sleep(0.5)
+        llm = registry._engines[TINY_CHAT_NAME].llm
+        await wait_until_async(lambda: llm.get_num_unfinished_requests() == 1, 10, "abort-1 in the engine")
         started = time.monotonic()
         assert await registry.abort("abort-1") is True
         with pytest.raises(RequestAborted):
@@ -235,15 +237,9 @@ def test_cancelling_the_caller_is_not_an_abort(registry, run):
     llm = registry._engines[TINY_CHAT_NAME].llm
     long_body = chat_body(max_tokens=2000, ignore_eos=True)
 
-    async def until(condition, what: str) -> None:
-        deadline = time.monotonic() + 10
-        while not condition():
-            assert time.monotonic() < deadline, f"timed out waiting until {what}"
-            await asyncio.sleep(0.02)
-
     async def generating(request_id: str) -> asyncio.Task:
         task = asyncio.create_task(registry.execute(CHAT, long_body, request_id))
-        await until(lambda: llm.get_num_unfinished_requests() == 1, f"{request_id} is in the engine")
+        await wait_until_async(lambda: llm.get_num_unfinished_requests() == 1, 10, f"{request_id} is in the engine")
         return task
 
     async def scenario():
@@ -253,14 +249,14 @@ def test_cancelling_the_caller_is_not_an_abort(registry, run):
             await cancelled
         # Not recorded as aborted, and no longer in flight: there is nothing left to abort.
         assert await registry.abort("cancel-1") is False
-        await until(lambda: llm.get_num_unfinished_requests() == 0, "vLLM dropped cancel-1")
+        await wait_until_async(lambda: llm.get_num_unfinished_requests() == 0, 10, "vLLM dropped cancel-1")
 
         both = await generating("cancel-2")
         assert await registry.abort("cancel-2") is True
         both.cancel()
         with pytest.raises(asyncio.CancelledError):
             await both
-        await until(lambda: llm.get_num_unfinished_requests() == 0, "vLLM dropped cancel-2")
+        await wait_until_async(lambda: llm.get_num_unfinished_requests() == 0, 10, "vLLM dropped cancel-2")
 
     run(scenario())
     # The engine is still healthy and serves the next line.
@@ -282,9 +278,7 @@ def test_engine_death_raises_instead_of_an_error_line(registry, run):
         child.kill()
 
     async def after_death():
-        deadline = time.monotonic() + 30
-        while registry.ready and time.monotonic() < deadline:
-            await asyncio.sleep(0.2)
+        await wait_until_async(lambda: not registry.ready, 30, "the registry to see its engine die", interval=0.2)
         with pytest.raises(EngineDeadError):
             await registry.execute(CHAT, chat_body(), "dead-1")
 
