@@ -17,6 +17,10 @@ TERMINAL = frozenset(TERMINAL_BATCH_STATUSES)
 T = TypeVar("T")
 
 
+def _timed_out(timeout: float, what: str, last: object) -> TimeoutError:
+    return TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}; last: {last!r}")
+
+
 def wait_until(
     check: Callable[[], T], timeout: float = 30, what: str | Callable[[], str] = "the condition", interval: float = 0.1
 ) -> T:
@@ -28,8 +32,7 @@ def wait_until(
         if value:
             return value
         if time.monotonic() > deadline:
-            waited_for = what() if callable(what) else what
-            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {waited_for}; last: {value!r}")
+            raise _timed_out(timeout, what() if callable(what) else what, value)
         time.sleep(interval)
 
 
@@ -43,7 +46,7 @@ async def wait_until_async(
         if value:
             return value
         if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}; last: {value!r}")
+            raise _timed_out(timeout, what, value)
         await asyncio.sleep(interval)
 
 
