@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -12,6 +11,8 @@ from typing import TypeVar
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
+
+from harness.poll import wait_until
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -54,15 +55,15 @@ def start_chromium(download_dir: Path, width: int = 1200, height: int = 900) -> 
 
 
 def eventually(probe: Callable[[], T | None], timeout: float = 30, interval: float = 0.1, what: str = "") -> T:
-    """Calls `probe` until it returns something truthy (re-rendered elements go stale: retried)."""
-    deadline = time.monotonic() + timeout
-    last_error: Exception | None = None
-    while time.monotonic() < deadline:
+    """The one bounded poll (harness.poll.wait_until) over a page that re-renders: a probe that
+    finds its element stale or not there yet counts as not yet, and the last such error is told."""
+    last_error: list[Exception] = []
+
+    def tolerant() -> T | None:
         try:
-            value = probe()
-            if value:
-                return value
+            return probe()
         except (StaleElementReferenceException, WebDriverException) as exc:
-            last_error = exc
-        time.sleep(interval)
-    raise TimeoutError(f"timed out waiting for {what or probe}: {last_error!r}")
+            last_error[:] = [exc]
+            return None
+
+    return wait_until(tolerant, timeout, lambda: f"{what or probe}: {last_error[-1:]!r}", interval)

@@ -1,32 +1,8 @@
-"""Endpoint spelling and usage extraction (no engine needed)."""
+"""Token usage read from a line's response body (app/engine/results.py; no engine needed)."""
 
 from __future__ import annotations
 
-import pytest
-
-from app.core.endpoints import normalize_endpoint
 from app.engine.results import Usage
-
-
-@pytest.mark.parametrize(
-    ("url", "expected"),
-    [
-        ("/v1/chat/completions", "/v1/chat/completions"),
-        ("/chat/completions", "/v1/chat/completions"),
-        ("/v1/embeddings/", "/v1/embeddings"),
-        ("/embeddings?api-version=2024-10-21", "/v1/embeddings"),
-        ("/score", "/v1/score"),
-        ("/rerank", "/v1/rerank"),
-        ("/v1/responses", "/v1/responses"),
-        ("/v1/completions", "/v1/completions"),
-        ("/v1/moderations", None),
-        ("/v2/rerank", None),
-        ("", None),
-        (None, None),
-    ],
-)
-def test_normalize_endpoint(url, expected):
-    assert normalize_endpoint(url) == expected
 
 
 def test_usage_from_bodies():
