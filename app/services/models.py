@@ -8,7 +8,6 @@ replica started with --api-only (no engines) lists the models the others serve, 
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Any
 
@@ -16,8 +15,6 @@ from app.core.errors import NotFound
 from app.db.engine import Database
 from app.db.repositories.served_models import ServedModelRepository
 from app.engine.protocol import Engines
-
-log = logging.getLogger("batchd.models")
 
 PUBLISH_SECONDS = 5.0
 # A replica that has not published for this long has stopped (or lost the database).

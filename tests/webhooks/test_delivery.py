@@ -71,12 +71,13 @@ def test_endpoint_failing_for_long_is_disabled_and_can_be_enabled_again(hooks_cl
     with WebhookReceiver(statuses=[503] * 1000) as receiver:
         endpoint = hooks_client.webhooks.create(url=receiver.url, name="d", event_types=["batch.failed"])
         _failed_batch(hooks_client)
-        current = wait_until(
-            lambda: (e := hooks_client.webhooks.retrieve(endpoint.id)).status == "disabled" and e,
+        wait_until(
+            lambda: hooks_client.webhooks.retrieve(endpoint.id).status == "disabled",
             30,
             "the failing endpoint disabled",
             interval=0.2,
         )
+        current = hooks_client.webhooks.retrieve(endpoint.id)
         assert current.disabled_reason and [e.status for e in hooks_client.webhooks.list()] == ["disabled"]
         attempts = len(receiver.deliveries)
         pending = "SELECT attempts FROM webhook_deliveries WHERE endpoint_id = :e AND status = 'pending'"
