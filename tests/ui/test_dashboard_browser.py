@@ -61,9 +61,13 @@ def browser(model_server, downloads):
     assert not severe, severe
 
 
+_CLICK_IN_PAGE = "const el = document.querySelector(arguments[0]); if (el) el.click(); return Boolean(el);"
+
+
 def _click(browser, css: str) -> None:
-    """Finds and clicks in one try: list rows are redrawn every second and may go stale."""
-    eventually(lambda: browser.find_element(By.CSS_SELECTOR, css).click() or True, what=css)
+    """Finds and clicks inside the page, in one script: list rows are redrawn every second, and on a
+    loaded host a find and a click sent as two WebDriver calls can lose to every redraw for 30 s."""
+    eventually(lambda: browser.execute_script(_CLICK_IN_PAGE, css), what=css)
 
 
 def _go(browser, fragment: str) -> None:
