@@ -1,4 +1,4 @@
-"""The `batchd` command: serve, run-batch, db upgrade, keys create | list | revoke."""
+"""The `batchd` command: serve, run-batch, db upgrade, keys create | list | revoke, projects set | list."""
 
 from __future__ import annotations
 
@@ -74,9 +74,10 @@ def _keys_create(args: argparse.Namespace) -> int:
     from app.services.auth import create_stored_key
 
     settings = _settings(args)
-    key = asyncio.run(_with_database(settings, lambda db: create_stored_key(settings, db, args.project)))
+    key = asyncio.run(_with_database(settings, lambda db: create_stored_key(settings, db, args.project, args.admin)))
     print(key)
-    print(f"(API key for project '{args.project}'; it is shown only once)", file=sys.stderr)
+    kind = "admin API key" if args.admin else "API key"
+    print(f"({kind} for project '{args.project}'; it is shown only once)", file=sys.stderr)
     return 0
 
 
@@ -111,6 +112,43 @@ def _keys_revoke(args: argparse.Namespace) -> int:
         return 1
     print(f"key {args.key_id} revoked", file=sys.stderr)
     return 0
+
+
+def _projects_set(args: argparse.Namespace) -> int:
+    from app.services.projects import set_project
+
+    if args.weight is None and args.max_enqueued_tokens is None:
+        print("nothing to set: give --weight and/or --max-enqueued-tokens", file=sys.stderr)
+        return 2
+    try:
+        project = asyncio.run(
+            _with_database(
+                _settings(args), lambda db: set_project(db, args.name, args.weight, args.max_enqueued_tokens)
+            )
+        )
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
+    print(project.line())
+    return 0
+
+
+def _projects_list(args: argparse.Namespace) -> int:
+    from app.services.projects import list_projects
+
+    for project in asyncio.run(_with_database(_settings(args), list_projects)):
+        print(project.line())
+    return 0
+
+
+def _token_limit(value: str) -> int | str:
+    """A whole number of tokens, or `default` for the server-wide BATCHD_PROJECT_MAX_ENQUEUED_TOKENS."""
+    if value == "default":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number or 'default', got {value!r}") from None
 
 
 def _run_batch(args: argparse.Namespace, engine_flags: list[str]) -> int:
@@ -219,6 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
     keys_commands = keys.add_subparsers(dest="keys_command", required=True)
     keys_create = keys_commands.add_parser("create", help="create a key for a project")
     keys_create.add_argument("--project", required=True)
+    keys_create.add_argument(
+        "--admin", action="store_true", help="the key may also read organization-wide data (usage of every project)"
+    )
     _add_storage_flags(keys_create)
     keys_create.set_defaults(func=_keys_create)
     keys_list = keys_commands.add_parser(
@@ -230,6 +271,27 @@ def build_parser() -> argparse.ArgumentParser:
     keys_revoke.add_argument("key_id", type=int, metavar="KEY_ID")
     _add_storage_flags(keys_revoke)
     keys_revoke.set_defaults(func=_keys_revoke)
+
+    projects = commands.add_parser("projects", help="per-project fair-share weight and token limit")
+    projects_commands = projects.add_subparsers(dest="projects_command", required=True)
+    projects_set = projects_commands.add_parser(
+        "set", help="change a project's settings (replicas apply them within seconds)"
+    )
+    projects_set.add_argument("name", metavar="NAME", help="the project, as its API keys name it")
+    projects_set.add_argument(
+        "--weight", type=int, help="share of each model's lines relative to other busy projects (default 1)"
+    )
+    projects_set.add_argument(
+        "--max-enqueued-tokens",
+        type=_token_limit,
+        metavar="N|default",
+        help="prompt tokens this project may have enqueued per model; 'default' uses BATCHD_PROJECT_MAX_ENQUEUED_TOKENS",
+    )
+    _add_storage_flags(projects_set)
+    projects_set.set_defaults(func=_projects_set)
+    projects_list = projects_commands.add_parser("list", help="configured projects: name, weight, token limit")
+    _add_storage_flags(projects_list)
+    projects_list.set_defaults(func=_projects_list)
     return parser
 
 

@@ -102,8 +102,8 @@ class Authenticator:
         return match
 
 
-async def create_stored_key(settings: Settings, db: Database, project: str) -> str:
-    """Create a key for `project`, store its hash and return the key (shown once)."""
+async def create_stored_key(settings: Settings, db: Database, project: str, admin: bool = False) -> str:
+    """Create a key for `project` (an admin key when `admin`), store its hash and return the key (shown once)."""
     key = generate_key()
     async with db.write() as session:
         await ApiKeyRepository(session).add(
@@ -112,6 +112,7 @@ async def create_stored_key(settings: Settings, db: Database, project: str) -> s
                 prefix=key[:8],
                 project=project,
                 created_at=int(time.time()),
+                is_admin=admin,
             )
         )
     return key
@@ -125,10 +126,11 @@ class StoredKeyInfo:
     project: str
     created_at: int
     revoked_at: int | None
+    is_admin: bool = False
 
     def line(self) -> str:
         state = f"revoked {_iso(self.revoked_at)}" if self.revoked_at else "active"
-        return f"{self.id}\t{self.project}\t{_iso(self.created_at)}\t{state}"
+        return f"{self.id}\t{self.project}\t{_iso(self.created_at)}\t{state}" + ("\tadmin" if self.is_admin else "")
 
 
 def _iso(timestamp: int) -> str:
@@ -138,7 +140,7 @@ def _iso(timestamp: int) -> str:
 async def list_stored_keys(db: Database) -> list[StoredKeyInfo]:
     async with db.read() as session:
         rows = await ApiKeyRepository(session).list_all()
-    return [StoredKeyInfo(r.id, r.project, r.created_at, r.revoked_at) for r in rows]
+    return [StoredKeyInfo(r.id, r.project, r.created_at, r.revoked_at, r.is_admin) for r in rows]
 
 
 async def revoke_stored_key(db: Database, key_id: int) -> bool:

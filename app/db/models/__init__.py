@@ -3,6 +3,7 @@
 from app.db.models.api_key import ApiKey
 from app.db.models.batch import Batch, BatchLine
 from app.db.models.file import File
+from app.db.models.project import Project
 from app.db.models.served_model import ServedModel
 from app.db.models.shard import BatchShard
 from app.db.models.upload import Upload, UploadPart
@@ -14,6 +15,7 @@ __all__ = [
     "BatchLine",
     "BatchShard",
     "File",
+    "Project",
     "ServedModel",
     "Upload",
     "UploadPart",

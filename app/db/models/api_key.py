@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Integer, String
+from sqlalchemy import BigInteger, Boolean, Integer, String, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
@@ -18,3 +18,5 @@ class ApiKey(Base):
     project: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[int] = mapped_column(BigInteger)
     revoked_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # Admin keys (`batchd keys create --admin`) may also read organization-wide data such as usage.
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
