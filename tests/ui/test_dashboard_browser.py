@@ -61,12 +61,19 @@ def browser(model_server, downloads):
     assert not severe, severe
 
 
-_CLICK_IN_PAGE = "const el = document.querySelector(arguments[0]); if (el) el.click(); return Boolean(el);"
+# The click runs in a task of its own, after the script has returned: a click that opens a confirm
+# dialog would otherwise hold the script open. Find and click are one task, so no redraw comes between.
+_CLICK_IN_PAGE = """
+const css = arguments[0];
+if (!document.querySelector(css)) return false;
+setTimeout(() => document.querySelector(css)?.click(), 0);
+return true;
+"""
 
 
 def _click(browser, css: str) -> None:
-    """Finds and clicks inside the page, in one script: list rows are redrawn every second, and on a
-    loaded host a find and a click sent as two WebDriver calls can lose to every redraw for 30 s."""
+    """Clicks inside the page: list rows are redrawn every second, and on a loaded host a find and a
+    click sent as two WebDriver calls can lose to every redraw for 30 s."""
     eventually(lambda: browser.execute_script(_CLICK_IN_PAGE, css), what=css)
 
 
