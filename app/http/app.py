@@ -12,7 +12,7 @@ from app.api import batches, files, health, models, uploads, webhooks
 from app.api import metrics as metrics_api
 from app.api.deps import get_project
 from app.background.model_publisher import publish_models_forever
-from app.background.sweeper import STALE_TEMP_SECONDS, sweep_forever
+from app.background.sweeper import sweep_forever
 from app.background.webhook_sender import WebhookSender
 from app.core.config import Settings
 from app.db import migrate
@@ -61,7 +61,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await migrate.upgrade(url)
         db = Database(url, sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms)
         store = open_store(settings)
-        await store.sweep_temp(older_than_seconds=STALE_TEMP_SECONDS)
         auth = Authenticator(settings, db)
         if await auth.is_open_mode():
             log.warning(

@@ -202,12 +202,3 @@ class WebhookRepository:
             .execution_options(synchronize_session=False)
         )
         return rowcount(result) == 1
-
-    async def delivery_summary(self, endpoint_id: str) -> dict[WebhookDeliveryStatus, int]:
-        """{status: count} of the endpoint's deliveries."""
-        result = await self.session.execute(
-            select(WebhookDelivery.status, func.count())
-            .where(WebhookDelivery.endpoint_id == endpoint_id)
-            .group_by(WebhookDelivery.status)
-        )
-        return {status: int(count) for status, count in result.all()}
