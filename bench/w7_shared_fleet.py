@@ -13,11 +13,15 @@ Phases, in one run and against one server:
 
 Each batch phase waits until the batch is running, measures for ``--seconds``, then cancels the
 batch and waits for vLLM to be idle before the next phase. The batch's rate is the change of its
-``request_counts.completed`` over the window. batchd keeps up to twice ``max_concurrency``
-lines in flight, so vLLM's waiting queue holds batch lines: under fcfs an online request waits
-behind them, under priority it waits for the next free slot only.
+``request_counts.completed`` over the window.
 
-    .venv/bin/python -m bench.w7_shared_fleet [--seconds 20] [--rounds 2] [--rate 2] [--out-dir bench/results]
+batchd sends at most the upstream's ``max_concurrency`` lines to a URL at once, and vLLM runs
+``--max-num-seqs`` of them: the rest wait in vLLM's queue. Priority reorders that queue only (a
+running line keeps its slot), so what it saves an online request is the queue ahead of it:
+``--max-concurrency`` minus ``--max-num-seqs`` batch lines of ``--batch-tokens`` each.
+
+    .venv/bin/python -m bench.w7_shared_fleet [--seconds 20] [--rounds 2] [--rate 2] \
+        [--max-num-seqs 8] [--max-concurrency 32] [--batch-tokens 128] [--out-dir bench/results --label L]
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import httpx
@@ -47,13 +51,17 @@ from harness.server import ServerProcess
 
 SERVED = "tiny-chat"
 KEY = "bench-key"
-MAX_NUM_SEQS = 8
-# batchd's window to the fleet: twice this (app/engine/upstream/registry.py), so about
-# 3 x MAX_NUM_SEQS batch lines wait in vLLM's queue beside the running ones.
-MAX_CONCURRENCY = 2 * MAX_NUM_SEQS
-BATCH_TOKENS = 64
 ONLINE_TOKENS = 16
 BATCH_LINES = 4000
+
+
+@dataclass(frozen=True)
+class Setup:
+    max_num_seqs: int
+    max_concurrency: int
+    batch_tokens: int
+    rate: float
+    seconds: float
 
 
 @dataclass
@@ -95,7 +103,7 @@ def _round(value: float | None) -> float | None:
 class VllmServe:
     """`vllm serve` (its API server module) of the tiny chat model with priority scheduling."""
 
-    def __init__(self, work: Path, model_path: Path) -> None:
+    def __init__(self, work: Path, model_path: Path, max_num_seqs: int) -> None:
         self.port = free_port()
         cmd = [
             sys.executable,
@@ -115,7 +123,7 @@ class VllmServe:
             "--max-model-len",
             "1024",
             "--max-num-seqs",
-            str(MAX_NUM_SEQS),
+            str(max_num_seqs),
             "--scheduling-policy",
             "priority",
         ]
@@ -145,7 +153,7 @@ class VllmServe:
         self.process.stop(30, group=True)
 
 
-def _batch_input(model: str) -> bytes:
+def _batch_input(model: str, tokens: int) -> bytes:
     return b"".join(
         json.dumps(
             {
@@ -155,7 +163,7 @@ def _batch_input(model: str) -> bytes:
                 "body": {
                     "model": model,
                     "messages": [{"role": "user", "content": f"Write about item {i}."}],
-                    "max_tokens": BATCH_TOKENS,
+                    "max_tokens": tokens,
                     "ignore_eos": True,
                 },
             }
@@ -201,13 +209,15 @@ def _wait_idle(vllm: VllmServe) -> None:
     wait_until(lambda: vllm.queue() == (0.0, 0.0), 120, lambda: f"vLLM idle: {vllm.queue()}", interval=0.5)
 
 
-def run_phase(name: str, vllm: VllmServe, client, file_id: str | None, rate: float, seconds: float) -> Phase:
+def run_phase(
+    name: str, vllm: VllmServe, client, file_id: str | None, rate: float, seconds: float, running: int
+) -> Phase:
     phase = Phase(name)
     batch = None
     if file_id is not None:
         batch = client.batches.create(input_file_id=file_id, endpoint="/v1/chat/completions", completion_window="24h")
         # Running, and vLLM's queue filled by it.
-        wait_for_batch(client, batch.id, timeout=300, until=lambda b: b.request_counts.completed >= 2 * MAX_NUM_SEQS)
+        wait_for_batch(client, batch.id, timeout=300, until=lambda b: b.request_counts.completed >= 2 * running)
         before = client.batches.retrieve(batch.id).request_counts.completed
     started = time.monotonic()
     if rate > 0:
@@ -216,7 +226,10 @@ def run_phase(name: str, vllm: VllmServe, client, file_id: str | None, rate: flo
         time.sleep(seconds)
     phase.seconds = time.monotonic() - started
     if batch is not None:
-        phase.batch_lines = client.batches.retrieve(batch.id).request_counts.completed - before
+        after = client.batches.retrieve(batch.id)
+        if after.status != "in_progress":
+            print(f"warning: {name}: the batch was {after.status} before the window ended", flush=True)
+        phase.batch_lines = after.request_counts.completed - before
         client.batches.cancel(batch.id)
         wait_for_batch(client, batch.id, timeout=300)
     _wait_idle(vllm)
@@ -224,7 +237,7 @@ def run_phase(name: str, vllm: VllmServe, client, file_id: str | None, rate: flo
     return phase
 
 
-def report(phases: list[Phase], info: dict, rate: float, seconds: float) -> tuple[str, dict]:
+def report(phases: list[Phase], info: dict, setup: Setup) -> tuple[str, dict]:
     by_name: dict[str, list[Phase]] = {}
     for phase in phases:
         by_name.setdefault(phase.name.split(" #")[0], []).append(phase)
@@ -250,14 +263,7 @@ def report(phases: list[Phase], info: dict, rate: float, seconds: float) -> tupl
     data = {
         "workload": "W7 shared fleet",
         "machine": info,
-        "settings": {
-            "max_num_seqs": MAX_NUM_SEQS,
-            "batchd_max_concurrency": MAX_CONCURRENCY,
-            "batch_max_tokens": BATCH_TOKENS,
-            "online_max_tokens": ONLINE_TOKENS,
-            "online_rate_per_s": rate,
-            "seconds_per_phase": seconds,
-        },
+        "settings": {**asdict(setup), "online_max_tokens": ONLINE_TOKENS, "batch_lines": BATCH_LINES},
         "pooled": [p.summary() for p in (alone, batch_alone, on, off)],
         "phases": [p.summary() for p in phases],
         "goals": goals,
@@ -277,12 +283,13 @@ def report(phases: list[Phase], info: dict, rate: float, seconds: float) -> tupl
         [
             "# W7: a shared fleet, online latency with batchd's priority on and off",
             "",
-            f"`vllm serve --scheduling-policy priority --max-num-seqs {MAX_NUM_SEQS}` of the tiny chat model "
-            f"(CPU, eager). Online: {rate:g} chat requests/s straight to vLLM, {ONLINE_TOKENS} tokens each "
-            f"(`ignore_eos`), open loop. Batch: {BATCH_LINES} lines of {BATCH_TOKENS} tokens through "
-            f"`batchd serve` (upstream `max_concurrency: {MAX_CONCURRENCY}`, so up to {2 * MAX_CONCURRENCY} "
-            f"lines in flight), cancelled after each {seconds:g} s window. Phases interleaved in one run; "
-            "the first four rows pool the rounds, the rest are each phase as measured.",
+            f"`vllm serve --scheduling-policy priority --max-num-seqs {setup.max_num_seqs}` of the tiny chat "
+            f"model (CPU, eager). Online: {setup.rate:g} chat requests/s straight to vLLM, {ONLINE_TOKENS} "
+            f"tokens each (`ignore_eos`), open loop. Batch: {BATCH_LINES} lines of {setup.batch_tokens} tokens "
+            f"through `batchd serve` (upstream `max_concurrency: {setup.max_concurrency}`: that many lines at "
+            f"vLLM, {setup.max_num_seqs} running and the rest in its queue), cancelled after each "
+            f"{setup.seconds:g} s window. Phases interleaved in one run; the first four rows pool the rounds, "
+            "the rest are each phase as measured.",
             "",
             f"Commit measured: `{info.get('batchd_commit')}`; vLLM {info.get('vllm')}; load average before: "
             f"{info.get('load_average')} on {info.get('cpus')} CPUs shared with other work.",
@@ -305,14 +312,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="measuring window of each phase")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--rate", type=float, default=2.0, help="online requests per second")
+    parser.add_argument("--max-num-seqs", type=int, default=8, help="vLLM's running requests at most")
+    parser.add_argument("--max-concurrency", type=int, default=32, help="batchd's lines in flight at the URL")
+    parser.add_argument("--batch-tokens", type=int, default=128, help="max_tokens of a batch line")
     parser.add_argument("--out-dir", type=Path)
+    parser.add_argument("--label", default="", help="appended to the report's file name")
     parser.add_argument("--work-dir", type=Path, help="keep logs here (default: a temporary directory)")
     args = parser.parse_args(argv)
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="batchd-w7-"))
     work.mkdir(parents=True, exist_ok=True)
+    setup = Setup(args.max_num_seqs, args.max_concurrency, args.batch_tokens, args.rate, args.seconds)
     info = machine_info()
-    vllm = VllmServe(work, build_tiny_chat_model(work / "tiny-chat")).start()
-    block = {"urls": [vllm.url], "model": SERVED, "max_concurrency": MAX_CONCURRENCY, "health_interval_s": 5}
+    vllm = VllmServe(work, build_tiny_chat_model(work / "tiny-chat"), setup.max_num_seqs).start()
+    block = {"urls": [vllm.url], "model": SERVED, "max_concurrency": setup.max_concurrency, "health_interval_s": 5}
     config = upstream_config(
         work / "models.json", {"batch-prio": {**block, "priority": True}, "batch-plain": dict(block)}
     )
@@ -323,27 +335,32 @@ def main(argv: list[str] | None = None) -> int:
         server.start()
         client = openai_client(server.base_url, KEY, max_retries=2)
         files = {
-            model: client.files.create(file=(f"{model}.jsonl", _batch_input(model)), purpose="batch").id
+            model: client.files.create(
+                file=(f"{model}.jsonl", _batch_input(model, setup.batch_tokens)), purpose="batch"
+            ).id
             for model in ("batch-prio", "batch-plain")
         }
-        run_phase("warm-up", vllm, client, None, args.rate, 5)
-        phases.append(run_phase("online alone", vllm, client, None, args.rate, args.seconds))
-        phases.append(run_phase("batch alone", vllm, client, files["batch-prio"], 0, args.seconds))
+        running = setup.max_num_seqs
+        run_phase("warm-up", vllm, client, None, args.rate, 5, running)
+        phases.append(run_phase("online alone", vllm, client, None, args.rate, args.seconds, running))
+        phases.append(run_phase("batch alone", vllm, client, files["batch-prio"], 0, args.seconds, running))
         for r in range(args.rounds):
             order = ["priority on", "priority off"] if r % 2 == 0 else ["priority off", "priority on"]
             for name in order:
                 model = "batch-prio" if name == "priority on" else "batch-plain"
-                phases.append(run_phase(f"{name} #{r + 1}", vllm, client, files[model], args.rate, args.seconds))
+                phases.append(
+                    run_phase(f"{name} #{r + 1}", vllm, client, files[model], args.rate, args.seconds, running)
+                )
         health = httpx.get(f"http://127.0.0.1:{server.port}/health", timeout=10).json()
         print("batchd /health:", json.dumps(health), flush=True)
     finally:
         server.stop()
         vllm.stop()
-    text, data = report(phases, info, args.rate, args.seconds)
+    text, data = report(phases, info, setup)
     print(text)
     print(f"logs: {work}")
     if args.out_dir:
-        stem = args.out_dir / f"{datetime.date.today().isoformat()}-W7-shared-fleet"
+        stem = args.out_dir / f"{datetime.date.today().isoformat()}-W7-shared-fleet{args.label}"
         stem.with_suffix(".md").write_text(text)
         stem.with_suffix(".json").write_text(json.dumps(data, indent=2) + "\n")
     return 0
