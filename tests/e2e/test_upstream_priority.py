@@ -51,7 +51,7 @@ def refusing(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def server(start_server, recording, refusing, tmp_path_factory):
+def priority_server(start_server, recording, refusing, tmp_path_factory):
     common = {"health_interval_s": 0.5, "max_concurrency": 4}
     config = upstream_config(
         tmp_path_factory.mktemp("priority-config") / "models.json",
@@ -65,15 +65,15 @@ def server(start_server, recording, refusing, tmp_path_factory):
 
 
 @pytest.fixture
-def client(server) -> openai.OpenAI:
-    return openai_client(server.base_url, "key-a")
+def client(priority_server) -> openai.OpenAI:
+    return openai_client(priority_server.base_url, "key-a")
 
 
 def health(server) -> dict:
     return httpx.get(f"http://127.0.0.1:{server.port}/health", timeout=10).json()
 
 
-def test_every_line_carries_its_batchs_deadline_and_earlier_deadlines_go_lower(client, recording, server):
+def test_every_line_carries_its_batchs_deadline_and_earlier_deadlines_go_lower(client, recording, priority_server):
     run = time.monotonic_ns()
     day = create(client, lines("prio", f"day{run}", 12), window="24h")
     hour = create(client, lines("prio", f"hour{run}", 12), window="1h")
@@ -86,20 +86,20 @@ def test_every_line_carries_its_batchs_deadline_and_earlier_deadlines_go_lower(c
     assert day_values == {deadline_priority(day.expires_at)}
     assert hour_values == {deadline_priority(hour.expires_at)}
     assert 0 < hour_values.pop() < day_values.pop()
-    assert health(server)["upstreams"]["prio"][recording.urls[0]]["priority"] == "on"
+    assert health(priority_server)["upstreams"]["prio"][recording.urls[0]]["priority"] == "on"
 
 
-def test_with_priority_off_no_line_carries_one(client, recording, server):
+def test_with_priority_off_no_line_carries_one(client, recording, priority_server):
     run = time.monotonic_ns()
     batch = wait_for(client, create(client, lines("plain", f"plain{run}", 12)).id)
     assert batch.status == "completed"
 
     received = recording.priorities()
     assert [received[f"plain{run}-{i}"] for i in range(12)] == [None] * 12
-    assert health(server)["upstreams"]["plain"][recording.urls[0]]["priority"] == "off"
+    assert health(priority_server)["upstreams"]["plain"][recording.urls[0]]["priority"] == "off"
 
 
-def test_a_fleet_that_refuses_priority_gets_the_lines_without_it(client, refusing, server):
+def test_a_fleet_that_refuses_priority_gets_the_lines_without_it(client, refusing, priority_server):
     run = time.monotonic_ns()
     batch = wait_for(client, create(client, lines("refusing", f"ref{run}", 12)).id)
 
@@ -110,5 +110,5 @@ def test_a_fleet_that_refuses_priority_gets_the_lines_without_it(client, refusin
     received = refusing.priorities()
     assert [received[f"ref{run}-{i}"] for i in range(12)] == [None] * 12
     assert refusing.stats()["priority_refused"] >= 1
-    assert health(server)["upstreams"]["refusing"][refusing.urls[0]]["priority"] == "unsupported"
-    assert server.log().count("does not schedule by priority") == 1
+    assert health(priority_server)["upstreams"]["refusing"][refusing.urls[0]]["priority"] == "unsupported"
+    assert priority_server.log().count("does not schedule by priority") == 1
