@@ -27,6 +27,8 @@ class FakeFleet:
         model: str = "fake-model",
         delay_ms: float = 0.0,
         max_concurrency: int = 1_000_000,
+        record_priority: bool = False,
+        reject_priority: bool = False,
     ) -> None:
         self.ports = ports or [free_port() for _ in range(count)]
         self.model = model
@@ -44,6 +46,8 @@ class FakeFleet:
             "--cpu-file",
             str(self.cpu_file),
         ]
+        cmd += ["--record-priority"] if record_priority else []
+        cmd += ["--reject-priority"] if reject_priority else []
         for port in self.ports:
             cmd += ["--port", str(port)]
         self.process = ManagedProcess(cmd, log_dir / f"fake-upstream-{self.ports[0]}.log", cwd=ROOT)
@@ -64,6 +68,10 @@ class FakeFleet:
 
     def stats(self, port: int | None = None) -> dict:
         return httpx.get(f"http://127.0.0.1:{port or self.ports[0]}/_stats", timeout=5).json()
+
+    def priorities(self) -> dict[str, int | None]:
+        """The last message of each chat request received -> its ``priority`` (--record-priority)."""
+        return httpx.get(f"http://127.0.0.1:{self.ports[0]}/_priorities", timeout=5).json()
 
     def kill(self) -> None:
         self.process.kill()

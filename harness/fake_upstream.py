@@ -13,6 +13,11 @@ dropped unanswered), ``stall`` (no answer for a minute), ``hold`` (no answer unt
 goes away). ``GET /_stats`` returns counters, among them ``closed_in_flight``: requests whose
 client closed the connection before the answer.
 
+Priority: with --record-priority, ``GET /_priorities`` maps the last message of every chat
+request received to its ``priority`` (null when it had none). With --reject-priority, a
+request with a non-zero ``priority`` gets the 400 older vLLM releases answer on a server
+started without ``--scheduling-policy priority``.
+
     python -m harness.fake_upstream --port 9001 --port 9002 --delay-ms 200 --max-concurrency 32
 """
 
@@ -40,8 +45,18 @@ _REASONS = {
 
 
 class FakeUpstream:
-    def __init__(self, model: str, delay_s: float, max_concurrency: int) -> None:
+    def __init__(
+        self,
+        model: str,
+        delay_s: float,
+        max_concurrency: int,
+        record_priority: bool = False,
+        reject_priority: bool = False,
+    ) -> None:
         self.model = model
+        self.record_priority = record_priority
+        self.reject_priority = reject_priority
+        self.priorities: dict[str, int | None] = {}
         self.delay_s = delay_s
         self.max_concurrency = max_concurrency
         self.stats: Counter[str] = Counter()
@@ -88,10 +103,25 @@ class FakeUpstream:
         if method == "GET" and path == "/_stats":
             stats = {**self.stats, "open_connections": self.open_connections}
             return _write(writer, 200, json.dumps(stats).encode())
+        if method == "GET" and path == "/_priorities":
+            return _write(writer, 200, json.dumps(self.priorities).encode())
         if method != "POST" or path not in ("/v1/chat/completions", "/v1/embeddings"):
             return _write(writer, 404, b'{"error": {"message": "Not Found", "type": "NotFoundError"}}')
         request = json.loads(body)
         self.stats["requests"] += 1
+        priority = request.get("priority")
+        if self.reject_priority and priority:
+            self.stats["priority_refused"] += 1
+            message = {
+                "object": "error",
+                "message": f"Got priority {priority} but Priority scheduling is not enabled.",
+                "type": "BadRequestError",
+                "param": None,
+                "code": 400,
+            }
+            return _write(writer, 400, json.dumps(message).encode())
+        if self.record_priority and request.get("messages"):
+            self.priorities[str(request["messages"][-1].get("content"))] = priority
         act = self._act(request)
         self.stats[f"act_{act}"] += 1
         if act == "reset":
@@ -189,8 +219,12 @@ async def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--delay-ms", type=float, default=0.0)
     parser.add_argument("--max-concurrency", type=int, default=1_000_000)
     parser.add_argument("--cpu-file", help="on SIGTERM, write this process's CPU seconds here")
+    parser.add_argument("--record-priority", action="store_true", help="serve GET /_priorities")
+    parser.add_argument("--reject-priority", action="store_true", help="refuse a non-zero priority as vLLM's fcfs")
     args = parser.parse_args(argv)
-    fake = FakeUpstream(args.model, args.delay_ms / 1000, args.max_concurrency)
+    fake = FakeUpstream(
+        args.model, args.delay_ms / 1000, args.max_concurrency, args.record_priority, args.reject_priority
+    )
     servers = [await fake.serve(port) for port in args.port]
     print("ready", flush=True)
     stop = asyncio.Event()

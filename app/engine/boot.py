@@ -46,7 +46,7 @@ class NoModels:
     def validate_line(self, endpoint: str, body: Any) -> LineProblem:
         return LineProblem(MODEL_NOT_FOUND, _not_served(body), "body.model")
 
-    async def execute(self, endpoint: str, body: Any, request_id: str) -> LineResult:
+    async def execute(self, endpoint: str, body: Any, request_id: str, priority: int = 0) -> LineResult:
         """The answer a server without the model gives: 404 ``model_not_found``, as
         :meth:`validate_line` refuses the line."""
         return LineResult(404, error_envelope(_not_served(body), "NotFoundError", param="model", code=MODEL_NOT_FOUND))

@@ -51,9 +51,9 @@ class ServingRegistry:
             return common_line_problem(endpoint, body, lambda _: None, served)[0]
         return self._for(model).validate_line(endpoint, body)
 
-    async def execute(self, endpoint: str, body: Any, request_id: str) -> LineResult:
+    async def execute(self, endpoint: str, body: Any, request_id: str, priority: int = 0) -> LineResult:
         return await self._for(body.get("model") if isinstance(body, dict) else None).execute(
-            endpoint, body, request_id
+            endpoint, body, request_id, priority
         )
 
     async def abort(self, request_id: str) -> bool:

@@ -33,9 +33,11 @@ class LineChecker(Protocol):
 class LineRunner(Protocol):
     """The executor's view of the engines: run a line, stop one."""
 
-    async def execute(self, endpoint: str, body: Any, request_id: str) -> LineResult:
+    async def execute(self, endpoint: str, body: Any, request_id: str, priority: int = 0) -> LineResult:
         """Run one line and return what its server would have answered; a line's own
-        failure is a non-200 result, never an exception. Raises
+        failure is a non-200 result, never an exception. ``priority`` is the line's place in
+        the engine's waiting queue (vLLM's: smaller first, online traffic at 0; see
+        :mod:`app.pipeline.priority`); an engine that does not schedule by priority ignores it. Raises
         :class:`~app.engine.errors.RequestAborted` after :meth:`abort`,
         :class:`~app.engine.errors.EngineDeadError` when the line could not run through no
         fault of its own (do not record it; resume later), and

@@ -33,12 +33,16 @@ OnOutcome = Callable[[LineOutcome], Awaitable[None]]
 
 
 class LineExecutor:
-    def __init__(self, engine: LineRunner, window: int, gate: FairGate | None = None, key: str = "") -> None:
+    def __init__(
+        self, engine: LineRunner, window: int, gate: FairGate | None = None, key: str = "", priority: int = 0
+    ) -> None:
         self.engine = engine
         self.window = max(1, window)
         # Shared by every batch on the same engine, which it admits in round-robin order.
         self.gate = gate or FairGate(self.window)
         self.key = key
+        # Every line of the batch carries it to the engine (app.pipeline.priority).
+        self.priority = priority
         self._in_flight: dict[asyncio.Task, str] = {}
 
     async def _run_one(self, line: InputLine, on_outcome: OnOutcome) -> None:
@@ -49,7 +53,7 @@ class LineExecutor:
             self._in_flight[task] = request_id
             try:
                 with metrics.line_in_flight(line.body.get("model"), line.url):
-                    result = await self.engine.execute(line.url, line.body, request_id)
+                    result = await self.engine.execute(line.url, line.body, request_id, self.priority)
             finally:
                 self._in_flight.pop(task, None)
         metrics.record_line(line.body.get("model"), line.url, result.status_code == 200, result.usage)

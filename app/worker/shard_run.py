@@ -18,6 +18,7 @@ from app.pipeline.executor import LineExecutor
 from app.pipeline.jsonl import split_lines
 from app.pipeline.lines import InputLine, parse_input_line
 from app.pipeline.ordering import grouped_by_prefix
+from app.pipeline.priority import deadline_priority
 from app.worker.checkpoint import Checkpoint
 from app.worker.context import WorkerContext
 from app.worker.leases import holding_lease
@@ -79,7 +80,13 @@ class ShardRun:
         model = batch.model
         assert model is not None, "validation names a running batch's model"
         checkpoint = Checkpoint(self.ctx.db, self.claim)
-        executor = LineExecutor(self.ctx.registry, self.ctx.window(model), self.ctx.gate(model), batch.id)
+        executor = LineExecutor(
+            self.ctx.registry,
+            self.ctx.window(model),
+            self.ctx.gate(model),
+            batch.id,
+            deadline_priority(batch.expires_at),
+        )
         stop = asyncio.Event()
         monitor = asyncio.create_task(self._monitor(batch, checkpoint, stop))
         try:

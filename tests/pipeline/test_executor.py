@@ -22,7 +22,7 @@ class FakeEngine:
     max_in_flight: int = 0
     aborted: list = field(default_factory=list)
 
-    async def execute(self, endpoint, body, request_id):
+    async def execute(self, endpoint, body, request_id, priority=0):
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:

@@ -11,6 +11,9 @@
           timeout_s: 600                    # per request attempt (default 600)
           deadline_s: 3600                  # per line, retries included (default 3 x timeout_s)
           health_interval_s: 10             # how often GET {url}/models runs (default 10)
+          priority: true                    # send each line with vLLM's `priority`, from its
+                                            # batch's deadline (default false; the servers need
+                                            # --scheduling-policy priority)
           endpoints: [/v1/chat/completions, /v1/embeddings]   # default: chat, completions,
                                                               # responses, embeddings
 
@@ -34,7 +37,7 @@ _NUMBERS: dict[str, type | tuple[type, ...]] = {
     "deadline_s": (int, float),
     "health_interval_s": (int, float),
 }
-_OPTIONS = ("urls", "model", "api_key_env", "endpoints", *_NUMBERS)
+_OPTIONS = ("urls", "model", "api_key_env", "endpoints", "priority", *_NUMBERS)
 
 
 def is_upstream_url(value: str) -> bool:
@@ -56,6 +59,9 @@ class UpstreamSpec:
     deadline_s: float | None = None
     health_interval_s: float = 10.0
     endpoints: frozenset[str] = DEFAULT_ENDPOINTS
+    # Off by default: older vLLM releases refuse a non-zero priority unless the server runs
+    # with --scheduling-policy priority (0.32 accepts and ignores it).
+    priority: bool = False
 
     def __post_init__(self) -> None:
         if not self.urls:
@@ -119,6 +125,10 @@ def check_upstream_options(where: str, name: str, block: Any) -> dict[str, Any]:
         elif key in ("model", "api_key_env"):
             if not isinstance(value, str) or not value:
                 raise ModelConfigError(f"{where}: {name}.upstream.{key} must be a non-empty string.")
+            checked[key] = value
+        elif key == "priority":
+            if not isinstance(value, bool):
+                raise ModelConfigError(f"{where}: {name}.upstream.priority must be true or false ({value!r}).")
             checked[key] = value
         else:
             if isinstance(value, bool) or not isinstance(value, _NUMBERS[key]):

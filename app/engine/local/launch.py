@@ -64,6 +64,10 @@ def build_serve_args(spec: ModelSpec, *, engines_in_process: int = 1) -> Namespa
     # Prometheus counters) cost the busy front-end process ~10% of its time. A model's
     # engine_args can turn them back on with disable_log_stats: false.
     args.disable_log_stats = True
+    # Lines carry their batch's deadline as vLLM's request priority (app.pipeline.priority),
+    # so the engine's waiting queue runs earlier deadlines first. Requests without one (0)
+    # run in arrival order, as under "fcfs"; engine_args may still choose "fcfs".
+    args.scheduling_policy = "priority"
     for key, value in spec.engine_args.items():
         if not hasattr(args, key):
             raise ModelConfigError(f"Model {spec.name!r}: unknown engine option {key!r}.")

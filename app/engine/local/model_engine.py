@@ -78,11 +78,17 @@ class ModelEngine:
         return int(self.llm.vllm_config.scheduler_config.max_num_seqs)
 
     @property
+    def schedules_by_priority(self) -> bool:
+        return self.llm.vllm_config.scheduler_config.policy == "priority"
+
+    @property
     def errored(self) -> bool:
         return bool(self.llm.errored)
 
-    async def run(self, endpoint: str, body: dict[str, Any]) -> Reply:
-        """Answer ``body`` sent to canonical ``endpoint`` as ``vllm serve`` would.
+    async def run(self, endpoint: str, body: dict[str, Any], priority: int = 0) -> Reply:
+        """Answer ``body`` sent to canonical ``endpoint`` as ``vllm serve`` would, queued in
+        the engine at ``priority`` (batchd's, from the batch's deadline, in place of any the
+        line names) when the engine schedules by priority.
 
         Raises vLLM's ``EngineDeadError`` (the caller must not record a line
         for it) and ``CancelledError``; every other failure becomes a reply.
@@ -91,6 +97,8 @@ class ModelEngine:
             request = parse_request(endpoint, body)
         except ValidationError as exc:
             return await self._validation_reply(exc)
+        if priority and self.schedules_by_priority and hasattr(request, "priority"):
+            request.priority = priority
         if getattr(request, "stream", False):
             # run_batch refuses streams too: a batch line holds one JSON body.
             return _reply_for(

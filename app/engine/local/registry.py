@@ -174,8 +174,9 @@ class EngineRegistry:
         assert canonical is not None, "a known endpoint has its canonical name"
         return body_problem(canonical, body)
 
-    async def execute(self, endpoint: str, body: Any, request_id: str) -> LineResult:
-        """Run one line and return what ``vllm serve`` would have answered.
+    async def execute(self, endpoint: str, body: Any, request_id: str, priority: int = 0) -> LineResult:
+        """Run one line and return what ``vllm serve`` would have answered, at ``priority``
+        in the engine's waiting queue.
 
         Never raises for a line's own failure (that is a non-200 result).
         Raises :class:`RequestAborted` if :meth:`abort` stopped it,
@@ -205,7 +206,7 @@ class EngineRegistry:
             return LineResult(status, reply)
         if engine.errored:
             raise EngineDeadError(engine.name)
-        task = self._inflight.start(request_id, engine.run(canonical, body))
+        task = self._inflight.start(request_id, engine.run(canonical, body, priority))
         caller = asyncio.current_task()
         try:
             try:

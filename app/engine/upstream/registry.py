@@ -62,7 +62,10 @@ class UpstreamRegistry:
         for spec in specs:
             self._models[spec.name] = Upstream(
                 spec,
-                TargetPool(spec.name, [Target(url, spec.max_concurrency, spec.health_interval_s) for url in spec.urls]),
+                TargetPool(
+                    spec.name,
+                    [Target(url, spec.max_concurrency, spec.health_interval_s, spec.priority) for url in spec.urls],
+                ),
                 _headers(spec),
             )
         self._client = _pooled_client()
@@ -150,8 +153,10 @@ class UpstreamRegistry:
         problem, _ = common_line_problem(endpoint, body, self._endpoints_of, self.names)
         return problem
 
-    async def execute(self, endpoint: str, body: Any, request_id: str) -> LineResult:
+    async def execute(self, endpoint: str, body: Any, request_id: str, priority: int = 0) -> LineResult:
         """Send one line upstream; never raises for the line's own failure (a non-200 result).
+        With ``priority:`` on for the model, the line goes with ``"priority": priority`` (in
+        place of any it names) to every URL that has not refused it.
         Raises :class:`RequestAborted` after :meth:`abort`, and
         :class:`~app.engine.upstream.transport.UpstreamUnavailable` when no URL answered."""
         if not self._started or self._client is None:
@@ -171,8 +176,11 @@ class UpstreamRegistry:
                     "model_not_found",
                 ),
             )
-        payload = orjson.dumps({**body, "model": upstream.spec.upstream_model})
-        task = self._inflight.start(request_id, send(self._client, upstream, canonical, payload))
+        outgoing = {**body, "model": upstream.spec.upstream_model}
+        payload, without_priority = orjson.dumps(outgoing), None
+        if upstream.spec.priority and priority:
+            payload, without_priority = orjson.dumps({**outgoing, "priority": priority}), payload
+        task = self._inflight.start(request_id, send(self._client, upstream, canonical, payload, without_priority))
         caller = asyncio.current_task()
         try:
             status, reply = await task

@@ -19,6 +19,9 @@ from typing import Literal
 log = logging.getLogger("batchd.upstream")
 
 State = Literal["up", "down", "no_model"]
+# Whether lines to a URL carry vLLM's ``priority``: "off" (not configured), "on", or
+# "unsupported" (the server answered that priority scheduling is not enabled).
+PriorityState = Literal["off", "on", "unsupported"]
 
 # Consecutive failures after which a URL leaves the rotation.
 FAILURES_TO_EJECT = 3
@@ -43,10 +46,12 @@ class Target:
         "cooldown",
         "down_until",
         "max_cooldown",
+        "priority",
+        "_priority_configured",
         "_last_decrease",
     )
 
-    def __init__(self, url: str, max_window: int, max_cooldown: float) -> None:
+    def __init__(self, url: str, max_window: int, max_cooldown: float, priority: bool = False) -> None:
         self.url = url
         self.max_window = max_window
         self.window = float(max_window)
@@ -56,6 +61,8 @@ class Target:
         self.cooldown = FIRST_COOLDOWN_S
         self.max_cooldown = max(FIRST_COOLDOWN_S, max_cooldown)
         self.down_until = 0.0
+        self._priority_configured = priority
+        self.priority: PriorityState = "on" if priority else "off"
         self._last_decrease = 0.0
 
     @property
@@ -65,8 +72,29 @@ class Target:
     def has_room(self) -> bool:
         return self.outstanding < int(self.window)
 
+    @property
+    def sends_priority(self) -> bool:
+        return self.priority == "on"
+
+    def refuses_priority(self, model: str) -> None:
+        """The URL answered that priority scheduling is not enabled: its lines go without
+        ``priority`` until it comes back into the rotation (it may restart with it on)."""
+        if self.priority == "on":
+            log.warning(
+                "upstream %s (%s) does not schedule by priority (start it with --scheduling-policy "
+                "priority); its batch lines go without a priority and compete with online traffic",
+                self.url,
+                model,
+            )
+        self.priority = "unsupported"
+
     def status(self) -> dict:
-        return {"state": self.state, "window": int(self.window), "outstanding": self.outstanding}
+        return {
+            "state": self.state,
+            "window": int(self.window),
+            "outstanding": self.outstanding,
+            "priority": self.priority,
+        }
 
 
 class TargetPool:
@@ -173,6 +201,8 @@ class TargetPool:
         if state == "up":
             target.failures = 0
             target.cooldown = FIRST_COOLDOWN_S
+            if target._priority_configured:
+                target.priority = "on"
             log.warning("upstream %s (%s) is in the rotation", target.url, self.model)
             self._wake()
         else:

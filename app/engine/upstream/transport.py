@@ -25,7 +25,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 from app.core.errors import error_envelope
 from app.engine.config.upstream import UpstreamSpec
 from app.engine.errors import EngineDeadError
-from app.engine.upstream.targets import TargetPool
+from app.engine.upstream.targets import Target, TargetPool
 
 log = logging.getLogger("batchd.upstream")
 
@@ -74,18 +74,27 @@ def _wait_after_first(retry_state) -> float:
     return _delay(retry_state.attempt_number + 1, retry_state.outcome.exception())
 
 
-async def send(client: aiohttp.ClientSession, upstream: Upstream, endpoint: str, payload: bytes) -> tuple[int, dict]:
+async def send(
+    client: aiohttp.ClientSession,
+    upstream: Upstream,
+    endpoint: str,
+    payload: bytes,
+    without_priority: bytes | None = None,
+) -> tuple[int, dict]:
     """POST ``payload`` to ``endpoint`` (canonical ``/v1/...``) of the model's upstreams;
     ``(status, body)`` as the upstream answered. Cancelling the caller closes the connection
-    (vLLM then aborts the request)."""
+    (vLLM then aborts the request). When ``payload`` carries a ``priority``,
+    ``without_priority`` is the same line without it, for URLs that do not schedule by
+    priority."""
     spec = upstream.spec
+    sending = _Payloads(payload, without_priority)
     deadline = time.monotonic() + spec.line_deadline_s
     path = endpoint[len("/v1") :]
     try:
         # Most lines succeed at once: the retry loop is built only for those that do not
         # (building it for every line was 8% of an upstream replica's CPU in W5).
         try:
-            return await _attempt(client, upstream, path, payload, deadline)
+            return await _attempt(client, upstream, path, sending, deadline)
         except _Retryable as first:
             pause = _delay(1, first)
             if time.monotonic() + pause >= deadline:
@@ -99,7 +108,7 @@ async def send(client: aiohttp.ClientSession, upstream: Upstream, endpoint: str,
         )
         async for attempt in retrying:
             with attempt:
-                return await _attempt(client, upstream, path, payload, deadline)
+                return await _attempt(client, upstream, path, sending, deadline)
     except _Retryable as last:
         if last.kind == "timeout":
             return 504, error_body(
@@ -116,8 +125,33 @@ async def send(client: aiohttp.ClientSession, upstream: Upstream, endpoint: str,
     raise AssertionError("unreachable")
 
 
+class _Payloads(NamedTuple):
+    """A line's body, and the same without ``priority`` (None when it has none)."""
+
+    body: bytes
+    without_priority: bytes | None
+
+    def for_target(self, target: Target) -> bytes:
+        if self.without_priority is not None and not target.sends_priority:
+            return self.without_priority
+        return self.body
+
+
+def refuses_priority(status: int, raw: bytes) -> bool:
+    """vLLM's answer to a non-zero ``priority`` on a server without priority scheduling:
+    400 "Got priority N but Priority scheduling is not enabled." (older releases)."""
+    return status == 400 and b"priority scheduling is not enabled" in raw.lower()
+
+
+async def _post(
+    client: aiohttp.ClientSession, url: str, data: bytes, headers: dict[str, str], timeout: aiohttp.ClientTimeout
+) -> tuple[int, bytes, str | None]:
+    async with client.post(url, data=data, headers=headers, timeout=timeout) as response:
+        return response.status, await response.read(), response.headers.get("Retry-After")
+
+
 async def _attempt(
-    client: aiohttp.ClientSession, upstream: Upstream, path: str, payload: bytes, deadline: float
+    client: aiohttp.ClientSession, upstream: Upstream, path: str, sending: _Payloads, deadline: float
 ) -> tuple[int, dict]:
     pool, spec = upstream.pool, upstream.spec
     remaining = deadline - time.monotonic()
@@ -128,9 +162,14 @@ async def _attempt(
         raise _Retryable("no upstream in rotation") from None
     try:
         timeout = aiohttp.ClientTimeout(total=max(0.001, min(spec.timeout_s, deadline - time.monotonic())))
-        async with client.post(target.url + path, data=payload, headers=upstream.headers, timeout=timeout) as response:
-            raw = await response.read()
-            status, retry_after = response.status, response.headers.get("Retry-After")
+        data = sending.for_target(target)
+        status, raw, retry_after = await _post(client, target.url + path, data, upstream.headers, timeout)
+        if sending.without_priority is not None and data is sending.body and refuses_priority(status, raw):
+            # Not the line's fault: the same URL, at once, without the field.
+            target.refuses_priority(spec.name)
+            status, raw, retry_after = await _post(
+                client, target.url + path, sending.without_priority, upstream.headers, timeout
+            )
     except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
         pool.overloaded(target)
         if isinstance(exc, aiohttp.ConnectionTimeoutError):

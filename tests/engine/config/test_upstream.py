@@ -26,12 +26,15 @@ def test_config_upstream_block():
     config = {
         "models": {
             "qwen": {"upstream": {"max_concurrency": 8, "model": "Qwen/Qwen2.5-7B-Instruct"}},
-            "emb": {"upstream": {"urls": ["http://x/v1"], "endpoints": ["/embeddings"], "timeout_s": 30}},
+            "emb": {
+                "upstream": {"urls": ["http://x/v1"], "endpoints": ["/embeddings"], "timeout_s": 30, "priority": True}
+            },
         }
     }
     qwen, emb = resolve_model_specs(["qwen=http://a/v1"], config, data_dir=Path("/tmp"))
     assert (qwen.max_concurrency, qwen.upstream_model, qwen.urls) == (8, "Qwen/Qwen2.5-7B-Instruct", ("http://a/v1",))
     assert emb.endpoints == frozenset({"/v1/embeddings"}) and emb.timeout_s == 30
+    assert (qwen.priority, emb.priority) == (False, True)
 
 
 @pytest.mark.parametrize(
@@ -43,6 +46,7 @@ def test_config_upstream_block():
         {"models": {"q": {"upstream": {"urls": ["http://x/v1"], "max_concurrency": 0}}}},
         {"models": {"q": {"upstream": {"urls": ["http://x/v1"]}, "dtype": "float32"}}},
         {"models": {"q": {"upstream": {"urls": ["http://x/v1"], "endpoints": ["/v1/nope"]}}}},
+        {"models": {"q": {"upstream": {"urls": ["http://x/v1"], "priority": 10}}}},
     ],
 )
 def test_bad_upstream_config_fails_at_start(config):

@@ -85,6 +85,31 @@ def test_chat_completion(registry, run):
     assert result.usage.output_tokens == 12
 
 
+def test_engines_schedule_by_priority_and_lines_carry_theirs(registry, run, monkeypatch):
+    """The engine's waiting queue orders lines as batchd does: each line reaches vLLM with
+    the priority it was executed with, in place of any its body names; 0 stays vLLM's default."""
+    engine = registry._engines[TINY_CHAT_NAME]
+    assert engine.llm.vllm_config.scheduler_config.policy == "priority"
+    seen: list[int] = []
+    generate = engine.llm.generate
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs["priority"])
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(engine.llm, "generate", recording)
+
+    async def lines():
+        return await asyncio.gather(
+            registry.execute(CHAT, chat_body(), "prio-1", priority=70_000_000),
+            registry.execute(CHAT, chat_body(priority=-5), "prio-2", priority=90_000_000),
+            registry.execute(CHAT, chat_body(), "prio-3"),
+        )
+
+    assert [r.status_code for r in run(lines())] == [200, 200, 200]
+    assert sorted(seen) == [0, 70_000_000, 90_000_000]
+
+
 def test_temperature_zero_is_deterministic(registry, run):
     async def two():
         return await asyncio.gather(
