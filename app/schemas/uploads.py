@@ -131,7 +131,8 @@ UPLOAD_COMPLETE_OPENAPI = _json_body(
         "required": ["part_ids"],
         "properties": {
             "part_ids": {"type": "array", "items": {"type": "string"}, "maxItems": 10_000},
-            "md5": {"type": "string", "maxLength": 64},
+            # null is as good as leaving it out (the parsing model above says so too).
+            "md5": {"type": ["string", "null"], "maxLength": 64},
         },
     }
 )
