@@ -29,7 +29,11 @@ _NOT_PENDING: Responses = {409: error_doc("The upload is no longer pending: comp
     "",
     response_model=UploadObject,
     openapi_extra=UPLOAD_CREATE_OPENAPI,
-    responses={413: error_doc("Request body too large"), **_QUOTA},
+    responses={
+        400: error_doc("Invalid request, or a `purpose=batch` upload whose filename does not end in `.jsonl`"),
+        413: error_doc("Request body too large"),
+        **_QUOTA,
+    },
 )
 async def create_upload(
     project: ProjectDep, uploads: UploadServiceDep, body: Annotated[UploadCreateRequest | None, Body()] = None
