@@ -16,6 +16,7 @@ All methods must be called from the event loop that ran ``start``.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import time
 from collections.abc import Sequence
@@ -116,6 +117,10 @@ class EngineRegistry:
             except Exception:
                 logger.exception("Shutting down the engine for %s failed", engine.name)
         release_leftovers(shared)
+        # Undo start's gc.freeze(): frozen objects are never collected, not even at exit, and
+        # those in reference cycles include Triton's nanobind objects, which nanobind then
+        # reports as ~40 lines of "nanobind: leaked ..." when the process exits.
+        gc.unfreeze()
         if self._cpus_before_pinning is not None:
             unpin(self._cpus_before_pinning)
             self._cpus_before_pinning = None
