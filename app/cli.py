@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import signal
 import sys
 from pathlib import Path
 
@@ -56,8 +57,15 @@ def _serve(args: argparse.Namespace) -> int:
     config = uvicorn.Config(
         app, host=settings.host, port=settings.port, log_level=settings.log_level, timeout_graceful_shutdown=30
     )
+    # Once its graceful shutdown is over, uvicorn raises the SIGTERM it caught again, to die by
+    # it; a stop that was asked for and went cleanly is a success to service managers: exit 0.
+    signal.signal(signal.SIGTERM, _exit_0)
     DrainingServer(config).run()
     return 0
+
+
+def _exit_0(_sig, _frame) -> None:
+    raise SystemExit(0)
 
 
 def _db_upgrade(args: argparse.Namespace) -> int:

@@ -105,11 +105,11 @@ class ManagedProcess:
         # The other members (engine processes, now init's children) are reaped on their own time;
         # one that outlasts the wait is still registered, so the watchdog kills it again.
         with contextlib.suppress(TimeoutError):
-            wait_until(lambda: not _group_alive(pgid), GROUP_EXIT_S, f"process group {pgid} to end", 0.05)
+            wait_until(lambda: not group_alive(pgid), GROUP_EXIT_S, f"process group {pgid} to end", 0.05)
             watchdog.unregister_group(pgid)
 
 
-def _group_alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:

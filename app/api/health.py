@@ -6,7 +6,26 @@ from fastapi.responses import JSONResponse
 router = APIRouter(tags=["health"])
 
 
-@router.get("/health")
+_STATE = {
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "required": ["status", "replica"],
+                "properties": {"status": {"type": "string"}, "replica": {"type": "string"}, "upstreams": {}},
+            }
+        }
+    }
+}
+
+
+@router.get(
+    "/health",
+    responses={
+        200: {"description": "Every engine is ready", **_STATE},
+        503: {"description": "Engines are loading or one is down", **_STATE},
+    },
+)
 async def health(request: Request) -> JSONResponse:
     """200 once every model engine is loaded and while all of them are alive (an upstream
     model: while one of its URLs is in the rotation); 503 otherwise. Upstream URLs' states

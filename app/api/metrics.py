@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from app.core import metrics
-from app.core.errors import Unauthorized
+from app.core.errors import ErrorResponse, Unauthorized
 from app.db.repositories.stats import StatsRepository
 
 router = APIRouter(tags=["monitoring"])
@@ -26,7 +26,14 @@ def _check_token(request: Request) -> None:
         )
 
 
-@router.get("/metrics", response_class=Response)
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={
+        200: {"description": "Prometheus text format", "content": {"text/plain": {"schema": {"type": "string"}}}},
+        401: {"model": ErrorResponse, "description": "BATCHD_METRICS_TOKEN is set and was not sent"},
+    },
+)
 async def scrape(request: Request) -> Response:
     """The current values; batch counts and engine states are read now, at scrape."""
     _check_token(request)

@@ -22,13 +22,18 @@ router = APIRouter(prefix="/uploads", tags=["uploads"], responses=ERROR_RESPONSE
 
 _STORAGE_FULL: Responses = {507: error_doc("No storage space left; nothing was stored")}
 _QUOTA: Responses = {429: error_doc("The project's storage limit is reached")}
+_NOT_PENDING: Responses = {409: error_doc("The upload is no longer pending: completed, cancelled or expired")}
 
 
 @router.post(
     "",
     response_model=UploadObject,
     openapi_extra=UPLOAD_CREATE_OPENAPI,
-    responses={413: error_doc("Request body too large"), **_QUOTA},
+    responses={
+        400: error_doc("Invalid request, or a `purpose=batch` upload whose filename does not end in `.jsonl`"),
+        413: error_doc("Request body too large"),
+        **_QUOTA,
+    },
 )
 async def create_upload(
     project: ProjectDep, uploads: UploadServiceDep, body: Annotated[UploadCreateRequest | None, Body()] = None
@@ -41,7 +46,7 @@ async def create_upload(
     "/{upload_id}/parts",
     response_model=UploadPartObject,
     openapi_extra=UPLOAD_PART_OPENAPI,
-    responses={413: error_doc("Part too large"), **_STORAGE_FULL},
+    responses={413: error_doc("Part too large"), **_NOT_PENDING, **_STORAGE_FULL},
 )
 async def add_upload_part(
     upload_id: str, request: Request, project: ProjectDep, uploads: UploadServiceDep
@@ -62,7 +67,13 @@ async def add_upload_part(
     "/{upload_id}/complete",
     response_model=UploadObject,
     openapi_extra=UPLOAD_COMPLETE_OPENAPI,
-    responses={413: error_doc("Request body too large"), **_QUOTA, **_STORAGE_FULL},
+    responses={
+        400: error_doc("Invalid request, or `part_ids` are not this upload's parts totalling its `bytes`"),
+        413: error_doc("Request body too large"),
+        **_NOT_PENDING,
+        **_QUOTA,
+        **_STORAGE_FULL,
+    },
 )
 async def complete_upload(
     upload_id: str,
@@ -75,7 +86,7 @@ async def complete_upload(
     return UploadObject.from_row(upload, file)
 
 
-@router.post("/{upload_id}/cancel", response_model=UploadObject)
+@router.post("/{upload_id}/cancel", response_model=UploadObject, responses=_NOT_PENDING)
 async def cancel_upload(upload_id: str, project: ProjectDep, uploads: UploadServiceDep) -> UploadObject:
     """Cancel a pending upload; its parts are removed."""
     return UploadObject.from_row(await uploads.cancel(project, upload_id))

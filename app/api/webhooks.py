@@ -7,8 +7,13 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Depends, Query, Request
 
 from app.api.deps import ProjectDep, SessionDep, SettingsDep
-from app.schemas.common import ERROR_RESPONSES, ListPage
+from app.schemas.common import ERROR_RESPONSES, ListPage, Responses, error_doc
 from app.schemas.webhooks import (
+    BATCH_EVENT_TYPES,
+    ROTATE_SECRET_OPENAPI,
+    TEST_EVENT_OPENAPI,
+    WEBHOOK_CREATE_OPENAPI,
+    WEBHOOK_UPDATE_OPENAPI,
     EventTypeList,
     RotateSecretRequest,
     TestRequest,
@@ -19,7 +24,6 @@ from app.schemas.webhooks import (
     WebhookEndpointWithSecret,
     WebhookTestResult,
 )
-from app.services.webhook_outbox import BATCH_EVENT_TYPES
 from app.services.webhooks import WebhookService, send_test_event
 
 router = APIRouter(tags=["webhooks"], responses=ERROR_RESPONSES)
@@ -36,7 +40,16 @@ def _with_secret(row) -> WebhookEndpointWithSecret:
     return WebhookEndpointWithSecret.from_row(row, signing_secret=row.secret)
 
 
-@router.post("/webhook_endpoints", response_model=WebhookEndpointWithSecret)
+# Whether a receiver's host may get webhooks depends on DNS, which no schema states.
+_URL_REFUSED: Responses = {400: error_doc("Invalid request, or a `url` whose host is not public or does not resolve")}
+
+
+@router.post(
+    "/webhook_endpoints",
+    response_model=WebhookEndpointWithSecret,
+    openapi_extra=WEBHOOK_CREATE_OPENAPI,
+    responses=_URL_REFUSED,
+)
 async def create_endpoint(
     project: ProjectDep,
     hooks: WebhookServiceDep,
@@ -62,7 +75,12 @@ async def retrieve_endpoint(endpoint_id: str, project: ProjectDep, hooks: Webhoo
     return WebhookEndpointObject.from_row(await hooks.get(project, endpoint_id))
 
 
-@router.post("/webhook_endpoints/{endpoint_id}", response_model=WebhookEndpointObject)
+@router.post(
+    "/webhook_endpoints/{endpoint_id}",
+    response_model=WebhookEndpointObject,
+    openapi_extra=WEBHOOK_UPDATE_OPENAPI,
+    responses=_URL_REFUSED,
+)
 async def update_endpoint(
     endpoint_id: str,
     project: ProjectDep,
@@ -78,7 +96,11 @@ async def delete_endpoint(endpoint_id: str, project: ProjectDep, hooks: WebhookS
     return WebhookEndpointDeleted(id=await hooks.delete(project, endpoint_id))
 
 
-@router.post("/webhook_endpoints/{endpoint_id}/rotate_secret", response_model=WebhookEndpointWithSecret)
+@router.post(
+    "/webhook_endpoints/{endpoint_id}/rotate_secret",
+    response_model=WebhookEndpointWithSecret,
+    openapi_extra=ROTATE_SECRET_OPENAPI,
+)
 async def rotate_secret(
     endpoint_id: str,
     project: ProjectDep,
@@ -90,7 +112,12 @@ async def rotate_secret(
     return _with_secret(await hooks.rotate_secret(project, endpoint_id, body.keep_old_secret_active_for_24_hours))
 
 
-@router.post("/webhook_endpoints/{endpoint_id}/test", response_model=WebhookTestResult)
+@router.post(
+    "/webhook_endpoints/{endpoint_id}/test",
+    response_model=WebhookTestResult,
+    openapi_extra=TEST_EVENT_OPENAPI,
+    responses={400: error_doc("Invalid request, or the receiver could not be reached")},
+)
 async def test_endpoint(
     request: Request,
     endpoint_id: str,

@@ -3,6 +3,8 @@ OpenAI's envelope, never FastAPI's 422 `HTTPValidationError`."""
 
 from __future__ import annotations
 
+import re
+
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
@@ -26,6 +28,7 @@ def install_openapi(app: FastAPI) -> None:
         for defs_name, defs in components["ErrorResponse"].pop("$defs", {}).items():
             components.setdefault(defs_name, defs)
         _documented_bodies_replace_generated(app, schema)
+        _add_links(schema)
         for path in schema.get("paths", {}).values():
             for operation in path.values():
                 responses = operation.get("responses", {})
@@ -54,3 +57,70 @@ def _documented_bodies_replace_generated(app: FastAPI, schema: dict) -> None:
             operation = schema.get("paths", {}).get(route.path_format, {}).get(method.lower())
             if operation is not None:
                 operation["requestBody"] = body
+
+
+# OpenAPI links: which operations take what another one's 200 returns, so a client (or a stateful
+# fuzzer) can walk create -> retrieve -> use -> delete. Source (method, path) -> targets (method,
+# path, value of the target's one path parameter or, for a body, the body with expressions).
+_ID = "$response.body#/id"
+_FILE_ID = "$response.body#/file/id"
+_LINKS: dict[tuple[str, str], list[tuple[str, str, str | dict]]] = {
+    ("post", "/v1/files"): [
+        ("get", "/v1/files/{file_id}", _ID),
+        ("get", "/v1/files/{file_id}/content", _ID),
+        ("delete", "/v1/files/{file_id}", _ID),
+    ],
+    ("post", "/v1/uploads"): [
+        ("post", "/v1/uploads/{upload_id}/parts", _ID),
+        ("post", "/v1/uploads/{upload_id}/complete", _ID),
+        ("post", "/v1/uploads/{upload_id}/cancel", _ID),
+    ],
+    ("post", "/v1/uploads/{upload_id}/parts"): [
+        ("post", "/v1/uploads/{upload_id}/complete", "$response.body#/upload_id"),
+        ("post", "/v1/uploads/{upload_id}/cancel", "$response.body#/upload_id"),
+    ],
+    ("post", "/v1/uploads/{upload_id}/complete"): [
+        ("get", "/v1/files/{file_id}", _FILE_ID),
+        ("get", "/v1/files/{file_id}/content", _FILE_ID),
+        ("delete", "/v1/files/{file_id}", _FILE_ID),
+        # A completed purpose=batch upload is a batch's input file.
+        (
+            "post",
+            "/v1/batches",
+            {"input_file_id": _FILE_ID, "endpoint": "/v1/chat/completions", "completion_window": "24h"},
+        ),
+    ],
+    ("post", "/v1/batches"): [
+        ("get", "/v1/batches/{batch_id}", _ID),
+        ("post", "/v1/batches/{batch_id}/cancel", _ID),
+        ("get", "/v1/files/{file_id}", "$response.body#/input_file_id"),
+    ],
+    ("get", "/v1/models"): [("get", "/v1/models/{model_id}", "$response.body#/data/0/id")],
+    ("post", "/v1/webhook_endpoints"): [
+        ("get", "/v1/webhook_endpoints/{endpoint_id}", _ID),
+        ("post", "/v1/webhook_endpoints/{endpoint_id}", _ID),
+        ("post", "/v1/webhook_endpoints/{endpoint_id}/rotate_secret", _ID),
+        ("post", "/v1/webhook_endpoints/{endpoint_id}/test", _ID),
+        ("delete", "/v1/webhook_endpoints/{endpoint_id}", _ID),
+    ],
+}
+
+
+_PATH_PARAMETER = re.compile(r"\{(\w+)\}")
+
+
+def _operation_ref(method: str, path: str) -> str:
+    return "#/paths/" + path.replace("~", "~0").replace("/", "~1") + "/" + method
+
+
+def _add_links(schema: dict) -> None:
+    paths = schema.get("paths", {})
+    for (method, path), targets in _LINKS.items():
+        links = paths[path][method]["responses"]["200"].setdefault("links", {})
+        for target_method, target_path, value in targets:
+            link: dict = {"operationRef": _operation_ref(target_method, target_path)}
+            if isinstance(value, dict):
+                link["requestBody"] = value
+            else:
+                link["parameters"] = {_PATH_PARAMETER.search(target_path).group(1): value}  # type: ignore[union-attr]
+            links[paths[target_path][target_method]["operationId"]] = link

@@ -104,7 +104,8 @@ UPLOAD_CREATE_OPENAPI = _json_body(
         "required": ["bytes", "filename", "mime_type", "purpose"],
         "properties": {
             "bytes": {"type": "integer", "minimum": 0, "maximum": 8 * 1024**3},
-            "filename": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[A-Za-z0-9._-]+$"},
+            # Any name: it is kept as metadata, reduced to a safe basename of at most 255 bytes.
+            "filename": {"type": "string", "minLength": 1, "maxLength": 4096},
             "mime_type": {"type": "string", "minLength": 1, "maxLength": 256},
             "purpose": {"type": "string", "enum": list(UPLOAD_PURPOSES)},
             "expires_after": {
@@ -120,9 +121,10 @@ UPLOAD_CREATE_OPENAPI = _json_body(
                 },
             },
         },
-        # Batch input: a .jsonl name and at most the batch-file limit.
+        # Batch input: at most the batch-file limit, and (a 400 described in words, since it is
+        # checked on the name as stored) a name ending in .jsonl.
         "if": {"properties": {"purpose": {"const": "batch"}}},
-        "then": {"properties": {"filename": {"pattern": "\\.jsonl$"}, "bytes": {"maximum": 200 * 1024**2}}},
+        "then": {"properties": {"bytes": {"maximum": 200 * 1024**2}}},
     }
 )
 UPLOAD_COMPLETE_OPENAPI = _json_body(
@@ -131,7 +133,8 @@ UPLOAD_COMPLETE_OPENAPI = _json_body(
         "required": ["part_ids"],
         "properties": {
             "part_ids": {"type": "array", "items": {"type": "string"}, "maxItems": 10_000},
-            "md5": {"type": "string", "maxLength": 64},
+            # null is as good as leaving it out (the parsing model above says so too).
+            "md5": {"type": ["string", "null"], "maxLength": 64},
         },
     }
 )

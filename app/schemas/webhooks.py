@@ -14,6 +14,11 @@ from app.core.webhook_signing import secret_hint
 from app.db.models import WebhookEndpoint
 from app.schemas.common import LiteralOf
 
+# The events batchd sends (OpenAI's batch webhook events).
+BATCH_EVENT_TYPES = ("batch.completed", "batch.failed", "batch.cancelled", "batch.expired")
+MAX_NAME = 256
+MAX_URL = 2048
+
 
 class WebhookEndpointCreate(BaseModel):
     """Loosely typed on purpose: the service answers with OpenAI-style messages and codes."""
@@ -92,3 +97,53 @@ class WebhookTestResult(BaseModel):
 class EventTypeList(BaseModel):
     object: Literal["list"] = "list"
     data: list[str]
+
+
+def _json_body(schema: dict, *, required: bool) -> dict:
+    return {"requestBody": {"required": required, "content": {"application/json": {"schema": schema}}}}
+
+
+# The bodies as documented (/openapi.json): what the service accepts, stated exactly (the parsing
+# models above are loose so the service answers with its own messages). Whether a URL's host may
+# receive webhooks (it must resolve to a public address unless BATCHD_WEBHOOK_ALLOW_HOSTS lists
+# it) depends on DNS, which no schema states: that is a 400 the documents describe in words.
+_URL = {
+    "type": "string",
+    "maxLength": MAX_URL,
+    "pattern": "^https?://[A-Za-z0-9-]{1,63}(\\.[A-Za-z0-9-]{1,63})*(:[0-9]{1,4})?(/[^\\s]*)?$",
+    "examples": ["https://example.com/webhooks/batchd"],
+}
+_NAME = {"type": "string", "minLength": 1, "maxLength": MAX_NAME, "pattern": "\\S"}
+_EVENT_TYPES = {"type": "array", "minItems": 1, "items": {"type": "string", "enum": list(BATCH_EVENT_TYPES)}}
+WEBHOOK_CREATE_OPENAPI = _json_body(
+    {
+        "type": "object",
+        "required": ["url", "name", "event_types"],
+        "properties": {"url": _URL, "name": _NAME, "event_types": _EVENT_TYPES},
+    },
+    required=True,
+)
+WEBHOOK_UPDATE_OPENAPI = _json_body(
+    {
+        "type": ["object", "null"],
+        "properties": {
+            "url": {"type": ["string", "null"], **{k: v for k, v in _URL.items() if k != "type"}},
+            "name": {"type": ["string", "null"], **{k: v for k, v in _NAME.items() if k != "type"}},
+            "event_types": {**_EVENT_TYPES, "type": ["array", "null"]},
+            "status": {"type": ["string", "null"], "enum": [*(s.value for s in WebhookEndpointStatus), None]},
+        },
+    },
+    required=False,
+)
+ROTATE_SECRET_OPENAPI = _json_body(
+    {"type": ["object", "null"], "properties": {"keep_old_secret_active_for_24_hours": {"type": ["boolean", "null"]}}},
+    required=False,
+)
+TEST_EVENT_OPENAPI = _json_body(
+    {
+        "type": "object",
+        "required": ["event_type"],
+        "properties": {"event_type": {"type": "string", "enum": list(BATCH_EVENT_TYPES)}},
+    },
+    required=True,
+)

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Sequence
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Settings
-from app.core.errors import InvalidRequest, MissingParameter, NotFound, PayloadTooLarge
+from app.core.errors import Conflict, InvalidRequest, MissingParameter, NotFound, PayloadTooLarge
 from app.core.purposes import UPLOAD_PURPOSES
 from app.core.statuses import UploadStatus
 from app.db.engine import Database
@@ -37,6 +37,16 @@ log = logging.getLogger("batchd.uploads")
 PART_FIELD = "data"
 # Parts removed per transaction by the cleanup.
 CLEANUP_BATCH = 500
+
+
+def _not_pending(upload_id: str, action: str, state: str) -> Conflict:
+    """409, as OpenAI answers an action that the object's state forbids (cancelling a finished
+    batch); told not to retry, since retrying cannot change the state."""
+    return Conflict(
+        f"Cannot {action} Upload {upload_id}: it is {state}.",
+        param="upload_id",
+        headers={"x-should-retry": "false"},
+    )
 
 
 def new_upload_id() -> str:
@@ -111,7 +121,7 @@ class UploadService:
             raise NotFound(f"No such Upload object: {upload_id}", param="upload_id")
         status = upload.status_at(time.time())
         if status != UploadStatus.PENDING:
-            raise InvalidRequest(f"Cannot {action} Upload {upload_id}: it is {status}.", param="upload_id")
+            raise _not_pending(upload_id, action, status)
         return upload
 
     async def _read_pending(self, project: str, upload_id: str, action: str) -> Upload:
@@ -229,7 +239,7 @@ class UploadService:
         )
         locked = self._require_pending(await self.repo.get(project, upload_id, for_update=True), upload_id, "complete")
         if not await self.repo.finish(locked, UploadStatus.COMPLETED, file.id):
-            raise InvalidRequest(f"Cannot complete Upload {upload_id}: it is no longer pending.", param="upload_id")
+            raise _not_pending(upload_id, "complete", "no longer pending")
         await FileRepository(self.session).add(file)
         after_commit(self.session, lambda: remove_parts(self.db, self.store, upload_id))
         return locked, file
@@ -237,7 +247,7 @@ class UploadService:
     async def cancel(self, project: str, upload_id: str) -> Upload:
         upload = self._require_pending(await self.repo.get(project, upload_id, for_update=True), upload_id, "cancel")
         if not await self.repo.finish(upload, UploadStatus.CANCELLED):
-            raise InvalidRequest(f"Cannot cancel Upload {upload_id}: it is no longer pending.", param="upload_id")
+            raise _not_pending(upload_id, "cancel", "no longer pending")
         after_commit(self.session, lambda: remove_parts(self.db, self.store, upload_id))
         return upload
 

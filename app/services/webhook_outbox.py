@@ -12,8 +12,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.models import WebhookEvent
 from app.db.repositories.webhooks import WebhookRepository
 
-BATCH_EVENT_TYPES = ("batch.completed", "batch.failed", "batch.cancelled", "batch.expired")
-
 
 def new_event_id() -> str:
     return f"evt_{uuid.uuid4().hex}"

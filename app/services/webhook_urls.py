@@ -11,6 +11,8 @@ import ipaddress
 import socket
 from urllib.parse import urlsplit
 
+from app.schemas.webhooks import MAX_URL
+
 
 class UnsafeUrl(ValueError):
     """The URL may not receive webhooks; the message says why."""
@@ -18,8 +20,8 @@ class UnsafeUrl(ValueError):
 
 def parse(url: object) -> tuple[str, int]:
     """(host, port) of a syntactically acceptable URL, else UnsafeUrl."""
-    if not isinstance(url, str) or len(url) > 2048:
-        raise UnsafeUrl("The URL must be a string of at most 2048 characters.")
+    if not isinstance(url, str) or len(url) > MAX_URL:
+        raise UnsafeUrl(f"The URL must be a string of at most {MAX_URL} characters.")
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -48,7 +50,7 @@ async def check(url: object, allowed_hosts: set[str]) -> None:
         return
     try:
         infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError:
+    except (OSError, UnicodeError):  # UnicodeError: not a valid DNS name (say a label over 63 characters)
         raise UnsafeUrl(f"The host {host!r} could not be resolved.") from None
     for info in infos:
         if not _is_public(str(info[4][0])):

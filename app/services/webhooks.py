@@ -17,12 +17,11 @@ from app.db.engine import Database
 from app.db.models import WebhookEndpoint
 from app.db.repositories.base import Page, UnknownCursor
 from app.db.repositories.webhook_endpoints import WebhookEndpointRepository
-from app.schemas.webhooks import WebhookEndpointCreate, WebhookEndpointUpdate
+from app.schemas.webhooks import BATCH_EVENT_TYPES, MAX_NAME, WebhookEndpointCreate, WebhookEndpointUpdate
 from app.services import webhook_urls
 from app.services.webhook_delivery import AttemptResult, secrets_in_use, send_once
-from app.services.webhook_outbox import BATCH_EVENT_TYPES, event_body, new_event_id
+from app.services.webhook_outbox import event_body, new_event_id
 
-MAX_NAME = 256
 ROTATION_GRACE_SECONDS = 24 * 3600
 
 

@@ -1,4 +1,4 @@
-"""Requests Schemathesis found mishandled (test_fuzz_openapi.py), kept as plain tests."""
+"""Requests Schemathesis found mishandled (test_schemathesis.py), kept as plain tests."""
 
 from __future__ import annotations
 
@@ -73,3 +73,26 @@ def test_integral_float_seconds_are_integers(server):
         },
     )
     assert batch.status_code == 200, batch.text
+
+
+def test_a_receiver_host_that_is_no_dns_name_is_400_not_500(server):
+    """A label over 63 characters made the resolver raise UnicodeError."""
+    response = httpx.post(
+        f"{server.base_url}/webhook_endpoints",
+        headers=AUTH,
+        json={"url": "https://" + "0" * 64 + ".com/hook", "name": "n", "event_types": ["batch.completed"]},
+    )
+    assert _assert_envelope(response, 400)["param"] == "url"
+
+
+def test_md5_null_is_the_same_as_leaving_it_out(server):
+    created = httpx.post(
+        f"{server.base_url}/uploads",
+        headers=AUTH,
+        json={"bytes": 0, "filename": "empty.txt", "mime_type": "text/plain", "purpose": "user_data"},
+    ).json()
+    done = httpx.post(
+        f"{server.base_url}/uploads/{created['id']}/complete", headers=AUTH, json={"part_ids": [], "md5": None}
+    )
+    assert done.status_code == 200, done.text
+    assert done.json()["status"] == "completed"

@@ -70,10 +70,12 @@ def test_parts_concatenate_in_the_order_given_and_expires_after_applies(client):
     assert client.files.content(done.file.id).content == b"cccaaabbb"
     assert done.file.expires_at - done.file.created_at == 7200
 
-    with pytest.raises(openai.BadRequestError, match="completed"):
+    # State conflicts are 409s the client does not retry (x-should-retry: false).
+    with pytest.raises(openai.ConflictError, match="completed"):
         client.uploads.parts.create(upload_id=upload.id, data=b"more")
-    with pytest.raises(openai.BadRequestError, match="completed"):
+    with pytest.raises(openai.ConflictError, match="completed") as caught:
         client.uploads.complete(upload_id=upload.id, part_ids=[part.id])
+    assert caught.value.response.headers["x-should-retry"] == "false"
 
 
 def test_md5_mismatch_is_400_and_the_upload_stays_usable(client, server):
@@ -125,7 +127,7 @@ def test_cancel_removes_parts_and_refuses_further_use(client, server):
         lambda: client.uploads.complete(upload_id=upload.id, part_ids=[part.id]),
         lambda: client.uploads.cancel(upload.id),
     ):
-        with pytest.raises(openai.BadRequestError, match="cancelled"):
+        with pytest.raises(openai.ConflictError, match="cancelled"):
             call()
 
 
@@ -141,9 +143,9 @@ def test_expired_upload_is_swept_with_its_parts(client, server):
         10,
         "the upload to expire and its parts to go",
     )
-    with pytest.raises(openai.BadRequestError, match="expired"):
+    with pytest.raises(openai.ConflictError, match="expired"):
         client.uploads.complete(upload_id=upload.id, part_ids=[part.id])
-    with pytest.raises(openai.BadRequestError, match="expired"):
+    with pytest.raises(openai.ConflictError, match="expired"):
         client.uploads.parts.create(upload_id=upload.id, data=b"x")
 
 

@@ -28,7 +28,7 @@ from vllm.v1.engine.async_llm import AsyncLLM
 from app.engine.config.specs import ModelSpec
 from app.engine.errors import ModelConfigError
 from app.engine.local.allocator import preload_engine_allocator
-from app.engine.local.model_engine import ModelEngine
+from app.engine.local.model_engine import ModelEngine, shutdown_engine
 from app.engine.local.orphans import guard_engine_processes
 
 logger = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ async def start_model_engine(spec: ModelSpec, *, engines_in_process: int = 1) ->
         state = State()
         await init_app_state(llm, state, args, supported_tasks)
     except BaseException:
-        llm.shutdown(timeout=vllm_config.shutdown_timeout)
+        shutdown_engine(llm, vllm_config.shutdown_timeout)
         raise
     engine = ModelEngine(spec=spec, llm=llm, state=state, supported_tasks=tuple(supported_tasks))
     logger.info(

@@ -155,7 +155,18 @@ class ModelEngine:
 
     def shutdown(self) -> None:
         """Stop the engine core processes (blocking, bounded by vLLM's timeout)."""
-        self.llm.shutdown(timeout=self.llm.vllm_config.shutdown_timeout)
+        shutdown_engine(self.llm, self.llm.vllm_config.shutdown_timeout)
+
+
+# vLLM's default shutdown_timeout (0) SIGKILLs the engine core right after its SIGTERM: it never
+# gets to free the shared-memory queues it and its worker made, and Python's resource_tracker
+# then warns of "leaked shared_memory objects" when batchd exits. A SIGTERM'd core exits cleanly
+# in about a second; this bounds the wait.
+ENGINE_EXIT_GRACE_S = 15
+
+
+def shutdown_engine(llm: AsyncLLM, timeout: int) -> None:
+    llm.shutdown(timeout=max(timeout, ENGINE_EXIT_GRACE_S))
 
 
 def _render(content: Any) -> dict[str, Any]:

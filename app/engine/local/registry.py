@@ -16,6 +16,7 @@ All methods must be called from the event loop that ran ``start``.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import time
 from collections.abc import Sequence
@@ -35,6 +36,7 @@ from app.engine.local.cpu_affinity import pin_off_worker_cpus, unpin
 from app.engine.local.cpu_priority import lower_engine_priority
 from app.engine.local.model_engine import ModelEngine, error_reply
 from app.engine.local.requests import body_problem
+from app.engine.local.shared_memory import engine_shared_objects, release_leftovers
 from app.engine.protocol import UpstreamStatus
 from app.engine.results import LineProblem, LineResult, Usage
 
@@ -105,6 +107,7 @@ class EngineRegistry:
             await asyncio.wait(inflight, timeout=10)
         engines, self._engines = list(self._engines.values()), {}
         self._created.clear()
+        shared = engine_shared_objects()  # read while the engine processes are alive
         for engine in engines:
             try:
                 # On the loop thread, as vLLM does: from a worker thread the
@@ -113,6 +116,11 @@ class EngineRegistry:
                 engine.shutdown()
             except Exception:
                 logger.exception("Shutting down the engine for %s failed", engine.name)
+        release_leftovers(shared)
+        # Undo start's gc.freeze(): frozen objects are never collected, not even at exit, and
+        # those in reference cycles include Triton's nanobind objects, which nanobind then
+        # reports as ~40 lines of "nanobind: leaked ..." when the process exits.
+        gc.unfreeze()
         if self._cpus_before_pinning is not None:
             unpin(self._cpus_before_pinning)
             self._cpus_before_pinning = None

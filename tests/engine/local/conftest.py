@@ -9,6 +9,7 @@ must happen on the loop that started the engines).
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import replace
@@ -48,3 +49,6 @@ def registry(run, tmp_path_factory):
     # The registry pins this process off the workers' CPUs while it runs; later engines in
     # this process need them all back.
     assert os.sched_getaffinity(0) == cpus
+    # Nothing stays frozen out of the collector's reach (else Triton's nanobind objects leak
+    # at exit and nanobind prints its leak report after pytest's summary).
+    assert gc.get_freeze_count() == 0
