@@ -180,7 +180,10 @@ class ModelEngine:
                 owners.extend([i] * len(parts))
             for batch, batch_owners, special in ((texts, owners, True), (templated, templated_owners, False)):
                 if batch:
-                    encoded = tokenizer(batch, add_special_tokens=special)["input_ids"]
+                    # Without the attention masks nobody reads: half the time of the call.
+                    encoded = tokenizer(
+                        batch, add_special_tokens=special, return_attention_mask=False, return_token_type_ids=False
+                    )["input_ids"]
                     for owner, ids in zip(batch_owners, encoded, strict=True):
                         counts[owner] += len(ids)
             return counts
