@@ -12,11 +12,18 @@ from fastapi import APIRouter, Request
 
 from app.api.deps import AdminDep, SessionDep
 from app.core.endpoints import USAGE_COMPLETIONS, USAGE_EMBEDDINGS
-from app.schemas.common import ERROR_RESPONSES
+from app.core.errors import ErrorResponse
+from app.schemas.common import ERROR_RESPONSES, Responses
 from app.schemas.usage import UsagePage
 from app.services.usage import UsageParams, usage_page
 
-router = APIRouter(prefix="/organization/usage", tags=["usage"], responses=ERROR_RESPONSES, dependencies=[AdminDep])
+ADMIN_ONLY: Responses = {403: {"model": ErrorResponse, "description": "Not an admin key"}}
+router = APIRouter(
+    prefix="/organization/usage",
+    tags=["usage"],
+    responses={**ERROR_RESPONSES, **ADMIN_ONLY},
+    dependencies=[AdminDep],
+)
 
 
 def _params(request: Request) -> UsageParams:
