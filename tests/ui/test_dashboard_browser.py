@@ -67,7 +67,11 @@ def browser(model_server, downloads):
     assert not severe, severe
 
 
-_CLICK_IN_PAGE = "const el = document.querySelector(arguments[0]); if (el) el.click(); return Boolean(el);"
+# The click runs after the script returns: a click that opens a confirm() dialog would otherwise
+# block the script, and WebDriver would dismiss the dialog and fail the call.
+_CLICK_IN_PAGE = (
+    "const el = document.querySelector(arguments[0]); if (el) setTimeout(() => el.click(), 0); return Boolean(el);"
+)
 
 
 def _click(browser, css: str) -> None:
