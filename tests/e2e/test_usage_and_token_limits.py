@@ -34,6 +34,8 @@ class Cluster:
         self.fleet = FakeFleet(self.tmp).start()
         # One line at a time, 2 s each: a batch of it stays in progress while the test looks.
         self.slow_fleet = FakeFleet(self.tmp, delay_ms=2000, max_concurrency=1).start()
+        # About 400 lines/s: a replica can be killed in the middle of a batch.
+        self.paced_fleet = FakeFleet(self.tmp, delay_ms=20, max_concurrency=8).start()
         config = upstream_config(
             self.tmp / "models.json",
             {
@@ -41,12 +43,14 @@ class Cluster:
                 "chat-b": {"urls": self.fleet.urls, "model": self.fleet.model},
                 "embed": {"urls": self.fleet.urls, "model": self.fleet.model},
                 "slow-chat": {"urls": self.slow_fleet.urls, "model": self.slow_fleet.model, "max_concurrency": 1},
+                "paced-chat": {"urls": self.paced_fleet.urls, "model": self.paced_fleet.model, "max_concurrency": 8},
             },
         )
         env = {
             "BATCHD_API_KEYS": API_KEYS_ENV,
             "BATCHD_SECRET_KEY": SECRET,
             "BATCHD_SHARD_LINES": "10",
+            "BATCHD_LEASE_SECONDS": "3",
             "BATCHD_PROJECT_MAX_ENQUEUED_TOKENS": str(TOKEN_LIMIT),
             **storage_env,
         }
@@ -84,8 +88,8 @@ class Cluster:
     def stop(self) -> None:
         for server in self.replicas:
             server.kill()
-        self.fleet.kill()
-        self.slow_fleet.kill()
+        for fleet in (self.fleet, self.slow_fleet, self.paced_fleet):
+            fleet.kill()
         postgres.drop_database(self.database_url)
 
 
@@ -271,3 +275,26 @@ def test_token_limit_applies_per_project_and_model(cluster):
     # 400 tokens with nothing else of slow-chat enqueued here: under the default again.
     reopened = wait_for(a, create(a, _chat(4, "slow-chat", "after", TEXT_100_TOKENS)).id, statuses={"in_progress"})
     assert reopened.status == "in_progress"
+
+
+def test_usage_counts_each_line_once_when_a_replica_is_killed_mid_batch(cluster):
+    """Last in the module: replica 0 stays dead. Its unflushed lines run again on replica 1; the
+    usage of the lines it had stored is not counted twice."""
+    cluster.batchd("projects", "set", "proj-a", "--max-enqueued-tokens", "1000000")
+    survivor = cluster.client(1, "key-a")
+    batch = create(survivor, _chat(2000, "paced-chat", "crash"))
+    wait_for(survivor, batch.id, until=lambda b: b.request_counts.completed >= 300, timeout=120)
+    cluster.replicas[0].kill()
+    done = wait_for(survivor, batch.id, timeout=240)
+    assert done.status == "completed" and done.request_counts.completed == 2000, done
+    output, _ = results_by_custom_id(survivor, done)
+    taken_over = db.execute(
+        cluster.replicas[1], "SELECT count(*) FROM batch_shards WHERE batch_id = :b AND taken_over = 1", b=batch.id
+    )[0][0]
+    assert taken_over > 0, "replica 1 resumed shards the killed replica held"
+    admin = cluster.client(1, cluster.admin_key)
+    page = _usage(admin, "completions", start_time=int(time.time()) - 3600, group_by=["batch"], bucket_width="1h")
+    [mine] = [r for r in _results(page) if r["batch_id"] == batch.id]
+    assert mine["num_model_requests"] == len(output) == 2000
+    assert mine["input_tokens"] == sum(line["response"]["body"]["usage"]["prompt_tokens"] for line in output.values())
+    assert mine["output_tokens"] == done.usage.output_tokens
