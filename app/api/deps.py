@@ -9,6 +9,7 @@ from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Settings
+from app.core.errors import Forbidden
 from app.services.batches import BatchService
 from app.services.files import FileService
 from app.services.unit_of_work import run_hooks
@@ -39,6 +40,17 @@ async def get_project(request: Request) -> str:
     return await request.app.state.auth.project_for(request.headers.get("authorization"))
 
 
+async def require_admin(request: Request) -> None:
+    """Admin keys only (`batchd keys create --admin`); everyone in open mode."""
+    caller = await request.app.state.auth.caller_for(request.headers.get("authorization"))
+    if not caller.is_admin:
+        raise Forbidden(
+            "You have insufficient permissions for this operation: it needs an admin API key "
+            "(batchd keys create --admin).",
+            code="insufficient_permissions",
+        )
+
+
 # The dependencies below are `async def` although they never await: FastAPI runs plain `def`
 # dependencies in its thread pool, a thread hop per dependency on every request.
 async def get_settings(request: Request) -> Settings:
@@ -52,6 +64,7 @@ async def get_store(request: Request) -> BlobStore:
 # scope="function": commit before the response is sent, so a 200 means the data is stored.
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 ProjectDep = Annotated[str, Depends(get_project)]
+AdminDep = Depends(require_admin)
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 StoreDep = Annotated[BlobStore, Depends(get_store)]
 

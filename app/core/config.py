@@ -52,6 +52,10 @@ class Settings(BaseSettings):
     # Per-project limits (0 = none): bytes of live files, and batches not yet finished.
     project_max_bytes: int = Field(default=0, ge=0)
     project_max_active_batches: int = Field(default=0, ge=0)
+    # Prompt tokens a project may have enqueued per model (batches validating, in progress or
+    # finalizing), as OpenAI's batch limit; 0 = none. `batchd projects set --max-enqueued-tokens`
+    # overrides it per project.
+    project_max_enqueued_tokens: int = Field(default=0, ge=0)
     # JSON (non-multipart) request bodies above this are refused with 413 before they are read.
     max_json_body_bytes: int = Field(default=1 * MB, ge=1)
 

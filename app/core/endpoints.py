@@ -39,3 +39,13 @@ def normalize_endpoint(url: str) -> str | None:
     if not path.startswith("/v1/"):
         path = "/v1" + path
     return path if path in ALL_ENDPOINTS else None
+
+
+# The Usage API endpoint that reports an endpoint's lines: text generation under `completions`,
+# pooling (embeddings, score, rerank: input tokens only) under `embeddings`.
+USAGE_COMPLETIONS = "completions"
+USAGE_EMBEDDINGS = "embeddings"
+
+
+def usage_kind(endpoint: str) -> str:
+    return USAGE_COMPLETIONS if endpoint in GENERATE_ENDPOINTS else USAGE_EMBEDDINGS

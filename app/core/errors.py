@@ -63,6 +63,11 @@ class Unauthorized(ApiError):
     type = "invalid_request_error"
 
 
+class Forbidden(ApiError):
+    status_code = 403
+    type = "invalid_request_error"
+
+
 class NotFound(ApiError):
     status_code = 404
     type = "invalid_request_error"

@@ -14,6 +14,7 @@ from app.engine.config.specs import ModelSpec
 from app.engine.config.upstream import UpstreamSpec
 from app.engine.errors import ModelConfigError
 from app.engine.multiplexer import ServingRegistry
+from app.engine.prompt_tokens import estimate_all
 from app.engine.protocol import Engines, UpstreamStatus
 from app.engine.results import MODEL_NOT_FOUND, LineProblem, LineResult
 from app.engine.upstream.registry import UpstreamRegistry
@@ -45,6 +46,9 @@ class NoModels:
 
     def validate_line(self, endpoint: str, body: Any) -> LineProblem:
         return LineProblem(MODEL_NOT_FOUND, _not_served(body), "body.model")
+
+    async def count_prompt_tokens(self, endpoint: str, bodies: Sequence[Any]) -> list[int]:
+        return estimate_all(endpoint, bodies)
 
     async def execute(self, endpoint: str, body: Any, request_id: str, priority: int = 0) -> LineResult:
         """The answer a server without the model gives: 404 ``model_not_found``, as

@@ -6,6 +6,7 @@ call goes to the engines that serve the line's model.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from app.engine.line_checks import common_line_problem
@@ -50,6 +51,14 @@ class ServingRegistry:
             served = [*(c["id"] for c in self.local.model_cards()), *self.upstream.names]
             return common_line_problem(endpoint, body, lambda _: None, served)[0]
         return self._for(model).validate_line(endpoint, body)
+
+    async def count_prompt_tokens(self, endpoint: str, bodies: Sequence[Any]) -> list[int]:
+        if not bodies:
+            return []
+        first = bodies[0]
+        return await self._for(first.get("model") if isinstance(first, dict) else None).count_prompt_tokens(
+            endpoint, bodies
+        )
 
     async def execute(self, endpoint: str, body: Any, request_id: str, priority: int = 0) -> LineResult:
         return await self._for(body.get("model") if isinstance(body, dict) else None).execute(

@@ -13,6 +13,7 @@ so the pipeline's needs and the engines' offer are written down once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from app.engine.results import LineProblem, LineResult
@@ -27,6 +28,12 @@ class LineChecker(Protocol):
     def validate_line(self, endpoint: str, body: Any) -> LineProblem | None:
         """Why a line would be refused (model not served, endpoint it cannot serve,
         streaming, a body its endpoint's schema rejects), or None; cheap, runs no model."""
+        ...
+
+    async def count_prompt_tokens(self, endpoint: str, bodies: Sequence[Any]) -> list[int]:
+        """The prompt tokens of each body (lines that passed :meth:`validate_line`, of one
+        model), for the enqueued-token limit: the model's own tokenizer in process, an upstream's
+        ``/tokenize`` where it has one, else :func:`app.engine.prompt_tokens.estimate`."""
         ...
 
 

@@ -21,6 +21,19 @@ class ValidationResult:
     model: str | None = None
     errors: list[dict] = field(default_factory=list)
     shards: ShardCutter | None = None
+    # Counted only when asked (a token limit applies): None otherwise.
+    prompt_tokens: int | None = None
+
+
+# Lines whose prompt tokens are counted in one call (the tokenizer encodes them as one batch).
+TOKEN_CHUNK = 512
+
+
+async def _count(validator: _Validator, count_tokens: bool) -> None:
+    if count_tokens:
+        await validator.count_tokens()
+    else:
+        validator.valid_bodies.clear()
 
 
 def _error(code: str, message: str, line: int | None, param: str | None = None) -> dict:
@@ -38,6 +51,7 @@ class _Validator:
         self.max_lines = max_lines
         self.custom_ids: set[str] = set()
         self.result = ValidationResult()
+        self.valid_bodies: list[dict] = []
 
     def check(self, line_no: int, raw: bytes) -> dict | None:
         try:
@@ -90,7 +104,16 @@ class _Validator:
         problem = self.checker.validate_line(self.endpoint, body)
         if problem is not None:
             return _error(problem.code, problem.message, line_no, problem.param)
+        self.valid_bodies.append(body)
         return None
+
+    async def count_tokens(self) -> None:
+        """Count the prompt tokens of the lines checked since the last call (one batched call
+        to the model's tokenizer), unless a line was refused: then the count is moot."""
+        bodies, self.valid_bodies = self.valid_bodies, []
+        if bodies and not self.result.errors:
+            counts = await self.checker.count_prompt_tokens(self.endpoint, bodies)
+            self.result.prompt_tokens = (self.result.prompt_tokens or 0) + sum(counts)
 
 
 async def validate_input_file(
@@ -101,11 +124,15 @@ async def validate_input_file(
     max_lines: int,
     max_errors: int,
     shard_lines: int,
+    count_tokens: bool = False,
 ) -> ValidationResult:
     """Check every line of the streamed file; on the way, cut it into shards of `shard_lines`
-    requests, each starting at the byte offset of its first request line."""
+    requests, each starting at the byte offset of its first request line, and with
+    `count_tokens` count the prompt tokens of the lines, TOKEN_CHUNK lines a tokenizer call."""
     validator = _Validator(endpoint, checker, max_lines)
     result = validator.result
+    if count_tokens:
+        result.prompt_tokens = 0
     result.shards = cutter = ShardCutter(shard_lines)
     async for line_no, offset, raw in split_lines_at(chunks):
         if not raw.strip():
@@ -126,6 +153,9 @@ async def validate_input_file(
             result.errors.append(error)
             if len(result.errors) >= max_errors:
                 break
+        if len(validator.valid_bodies) >= TOKEN_CHUNK:
+            await _count(validator, count_tokens)
+    await _count(validator, count_tokens)
     if result.total == 0:
         result.errors.append(_error("empty_file", "The batch input file is empty.", None))
     return result

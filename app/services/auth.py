@@ -58,6 +58,14 @@ def _masked(key: str) -> str:
     return f"{key[:6]}***{key[-4:]}" if len(key) > 12 else "***"
 
 
+@dataclass(frozen=True)
+class Caller:
+    """Who sent a request: the key's project, and whether it is an admin key (Usage API)."""
+
+    project: str
+    is_admin: bool = False
+
+
 class Authenticator:
     def __init__(self, settings: Settings, db: Database) -> None:
         self.db = db
@@ -80,8 +88,13 @@ class Authenticator:
 
     async def project_for(self, authorization: str | None) -> str:
         """The project an Authorization header belongs to, or Unauthorized."""
+        return (await self.caller_for(authorization)).project
+
+    async def caller_for(self, authorization: str | None) -> Caller:
+        """Who an Authorization header is, or Unauthorized. In open mode everyone is the
+        operator: the default project, with admin rights (there is no key to tell anyone apart)."""
         if await self.is_open_mode():
-            return DEFAULT_PROJECT
+            return Caller(DEFAULT_PROJECT, is_admin=True)
         scheme, _, key = (authorization or "").partition(" ")
         key = key.strip()
         if scheme.lower() != "bearer" or not key:
@@ -90,13 +103,15 @@ class Authenticator:
                 "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
             )
         digest = hashlib.sha256(key.encode()).digest()
-        match: str | None = None
+        match: Caller | None = None
         for candidate, project in self.config_keys:
             if secrets.compare_digest(digest, candidate):
-                match = project
+                match = Caller(project)
         if match is None:
             async with self.db.read() as session:
-                match = await ApiKeyRepository(session).project_for_hash(key_hash(self.secret, key))
+                owner = await ApiKeyRepository(session).owner_of_hash(key_hash(self.secret, key))
+            if owner is not None:
+                match = Caller(*owner)
         if match is None:
             raise Unauthorized(f"Incorrect API key provided: {_masked(key)}.", code="invalid_api_key")
         return match

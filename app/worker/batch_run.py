@@ -16,6 +16,7 @@ from app.db.repositories.batches import BatchRepository, Claim
 from app.db.repositories.shards import ShardRepository
 from app.pipeline.shards import cut_shards
 from app.pipeline.validation import validate_input_file
+from app.services.token_limits import enqueued_token_limit, limit_error
 from app.services.webhook_outbox import enqueue_batch_event
 from app.worker.context import WorkerContext
 from app.worker.finalize import finalize
@@ -76,6 +77,7 @@ class BatchRun:
 
     async def _validate(self, batch: Batch) -> None:
         settings = self.ctx.settings
+        limit = await enqueued_token_limit(self.ctx.db, settings, batch.project)
         result = await validate_input_file(
             self.ctx.store.read(batch.project, batch.input_file_id),
             batch.endpoint,
@@ -83,10 +85,14 @@ class BatchRun:
             max_lines=settings.max_batch_lines,
             max_errors=settings.max_validation_errors,
             shard_lines=settings.shard_lines,
+            count_tokens=limit is not None,
         )
         await fault_point("validating", self.ctx.data_dir)
         now = int(time.time())
         async with self.ctx.db.write() as session:
+            if not result.errors and limit is not None and result.model and result.prompt_tokens is not None:
+                over = await limit_error(session, batch.id, batch.project, result.model, result.prompt_tokens, limit)
+                result.errors = [over] if over else []
             if result.errors:
                 if await BatchRepository(session).transition(
                     self.claim,
@@ -104,6 +110,7 @@ class BatchRun:
                 in_progress_at=now,
                 total=result.total,
                 model=result.model,
+                prompt_tokens=result.prompt_tokens,
             ):
                 assert result.shards is not None, "a valid file is cut into shards"
                 await ShardRepository(session).add_all(batch.id, result.shards.spans())

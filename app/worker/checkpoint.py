@@ -6,10 +6,12 @@ commit is an fsync; a crash loses at most the unflushed lines, which simply run 
 from __future__ import annotations
 
 import asyncio
+import time
 
 from app.db.engine import Database
 from app.db.repositories.batches import LineRow
 from app.db.repositories.shards import ShardClaim, ShardRepository
+from app.db.repositories.usage import UsageKey
 from app.pipeline.executor import LineOutcome
 from app.pipeline.lines import dumps
 
@@ -17,9 +19,10 @@ FLUSH_ROWS = 256
 
 
 class Checkpoint:
-    def __init__(self, db: Database, claim: ShardClaim) -> None:
+    def __init__(self, db: Database, claim: ShardClaim, usage: UsageKey | None = None) -> None:
         self.db = db
         self.claim = claim
+        self.usage = usage
         self._buffer: list[LineRow] = []
         self._lock = asyncio.Lock()
 
@@ -46,7 +49,7 @@ class Checkpoint:
                 return
             try:
                 async with self.db.write() as session:
-                    await ShardRepository(session).record_lines(self.claim, rows)
+                    await ShardRepository(session).record_lines(self.claim, rows, self.usage, time.time())
             except BaseException:
                 # Interrupted (e.g. the flushing task was cancelled): keep the rows for the next
                 # flush. Rows that did commit are skipped then by ON CONFLICT DO NOTHING.

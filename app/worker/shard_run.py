@@ -10,10 +10,12 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import suppress
 
+from app.core.endpoints import usage_kind
 from app.core.statuses import BatchStatus
 from app.db.models import Batch
 from app.db.repositories.batches import BatchRepository
 from app.db.repositories.shards import ShardClaim, ShardRepository
+from app.db.repositories.usage import UsageKey
 from app.pipeline.executor import LineExecutor
 from app.pipeline.jsonl import split_lines
 from app.pipeline.lines import InputLine, parse_input_line
@@ -79,7 +81,8 @@ class ShardRun:
             return
         model = batch.model
         assert model is not None, "validation names a running batch's model"
-        checkpoint = Checkpoint(self.ctx.db, self.claim)
+        usage = UsageKey(batch.project, model, batch.id, usage_kind(batch.endpoint))
+        checkpoint = Checkpoint(self.ctx.db, self.claim, usage)
         executor = LineExecutor(
             self.ctx.registry,
             self.ctx.window(model),

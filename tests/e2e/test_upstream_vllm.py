@@ -15,7 +15,7 @@ from app.engine.config.catalog import _minilm_path
 from app.engine.config.tiny_chat import build_tiny_chat_model
 from harness.client import openai_client
 from tests.conftest import API_KEYS_ENV
-from tests.support import head_start
+from tests.support import db, head_start
 from tests.support.batches import (
     CHAT_MODEL,
     EMBED_MODEL,
@@ -58,11 +58,16 @@ def vllm_servers(head_starts):
 
 
 @pytest.fixture(scope="module")
-def client(start_server, vllm_servers):
+def batchd(start_server, vllm_servers):
     chat, embed = vllm_servers
     # At INFO, where an in-process engine logs "Engine for <model> ready" (app/engine/launch.py).
+    # A token limit no batch reaches: every batch's prompt tokens are counted (by /tokenize).
     server = start_server(
-        {"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_LOG_LEVEL": "info"},
+        {
+            "BATCHD_API_KEYS": API_KEYS_ENV,
+            "BATCHD_LOG_LEVEL": "info",
+            "BATCHD_PROJECT_MAX_ENQUEUED_TOKENS": str(10**12),
+        },
         models=True,
         args=["--model", f"{CHAT_MODEL}={chat.url}", "--model", f"{EMBED_MODEL}={embed.url}"],
     )
@@ -70,7 +75,12 @@ def client(start_server, vllm_servers):
     (ready,) = [line for line in log.splitlines() if "ready: serving" in line]
     assert sorted(ready.split("ready: serving ")[1].split(", ")) == sorted([CHAT_MODEL, EMBED_MODEL])
     assert "Engine for" not in log
-    return openai_client(server.base_url, "key-a")
+    return server
+
+
+@pytest.fixture(scope="module")
+def client(batchd):
+    return openai_client(batchd.base_url, "key-a")
 
 
 def direct(url: str, endpoint: str, body: dict) -> dict:
@@ -88,11 +98,17 @@ def run_through_batchd(client, lines: list[dict], endpoint: str) -> tuple[dict, 
     return {custom_id: record["response"]["body"] for custom_id, record in output.items()}, batch
 
 
+def counted_prompt_tokens(server, batch) -> int:
+    """The prompt tokens validation counted for the batch (the enqueued-token limit's)."""
+    [(counted,)] = db.execute(server, "SELECT prompt_tokens FROM batches WHERE id = :b", b=batch.id)
+    return counted
+
+
 def test_models_lists_the_upstream_models(client):
     assert sorted(m.id for m in client.models.list().data) == sorted([CHAT_MODEL, EMBED_MODEL])
 
 
-def test_chat_batch_matches_the_upstream(client, vllm_servers):
+def test_chat_batch_matches_the_upstream(batchd, client, vllm_servers):
     lines = [chat_line(f"c-{i}", f"Say something about number {i}", max_tokens=12) for i in range(12)]
     output, batch = run_through_batchd(client, lines, "/v1/chat/completions")
     for source in lines[:4]:
@@ -102,11 +118,14 @@ def test_chat_batch_matches_the_upstream(client, vllm_servers):
             k: v for k, v in want.items() if k not in VOLATILE
         }
     assert batch.usage.output_tokens == sum(body["usage"]["completion_tokens"] for body in output.values())
+    # Counted at validation by the upstream's /tokenize: exactly the prompts the upstream then ran.
+    assert counted_prompt_tokens(batchd, batch) == batch.usage.input_tokens > 0
 
 
-def test_embeddings_batch_matches_the_upstream(client, vllm_servers):
+def test_embeddings_batch_matches_the_upstream(batchd, client, vllm_servers):
     lines = [embedding_line(f"e-{i}", f"sentence number {i} to embed") for i in range(12)]
-    output, _ = run_through_batchd(client, lines, "/v1/embeddings")
+    output, batch = run_through_batchd(client, lines, "/v1/embeddings")
+    assert counted_prompt_tokens(batchd, batch) == batch.usage.input_tokens > 0
     for source in lines[:4]:
         got = output[source["custom_id"]]
         want = direct(vllm_servers[1].url, source["url"], source["body"])

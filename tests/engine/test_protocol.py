@@ -35,6 +35,7 @@ def test_the_protocol_declares_what_callers_use():
         "suggested_concurrency",
         "status",
         "validate_line",
+        "count_prompt_tokens",
         "execute",
         "abort",
         "shutdown",

@@ -4,6 +4,7 @@ models: sign in, watch a batch run to completion, cancel one, download and uploa
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 from harness.client import openai_client
+from harness.server import BATCHD
 from tests.support.batches import chat_line, create, wait_for
 from tests.ui.browser import eventually, missing_browser, start_chromium
 
@@ -55,7 +57,11 @@ def browser(model_server, downloads):
     severe = [
         e
         for e in driver.get_log("browser")
-        if e["level"] == "SEVERE" and "Incorrect" not in e["message"] and "status of 401" not in e["message"]
+        if e["level"] == "SEVERE"
+        and "Incorrect" not in e["message"]
+        and "status of 401" not in e["message"]
+        # The Usage page asked with a non-admin key, on purpose.
+        and not ("/organization/usage/" in e["message"] and "status of 403" in e["message"])
     ]
     driver.quit()
     assert not severe, severe
@@ -185,6 +191,18 @@ def test_cancel_a_running_batch_from_its_page(browser, model_client):
         what="the page showing cancelled",
     )
     assert not browser.find_element(By.ID, "cancel-batch").is_displayed()
+    # Lines/s counts the lines that ran until the cancel, not the never-run ones it failed.
+    _go(browser, "/batches")
+    shown = eventually(lambda: _rate_shown(browser, batch.id), what="the cancelled batch's lines/s")
+    elapsed = final.cancelling_at - final.in_progress_at
+    if elapsed >= 1:
+        assert shown == pytest.approx(final.request_counts.completed / elapsed, rel=0.01, abs=0.01), (shown, final)
+
+
+def _rate_shown(browser, batch_id: str) -> float | None:
+    cells = browser.find_elements(By.CSS_SELECTOR, f'tr[data-batch-id="{batch_id}"] td')
+    text = cells[3].text.replace(",", "") if len(cells) > 3 else ""
+    return None if not text else float("nan") if text == "—" else float(text)
 
 
 def test_upload_by_picker_then_download_and_delete(browser, model_client, tmp_path, downloads):
@@ -239,3 +257,59 @@ def test_projects_see_only_their_own_batches(browser, model_server, model_client
     assert theirs.id in [b.id for b in other.batches.list()]
     with pytest.raises(openai.NotFoundError):
         model_client.batches.retrieve(theirs.id)
+
+
+def _admin_key(server) -> str:
+    cmd = [str(BATCHD), "keys", "create", "--project", "ops", "--admin", "--data-dir", str(server.data_dir)]
+    if server.database_url:
+        cmd += ["--database-url", server.database_url]
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120).stdout.strip()
+
+
+def test_usage_page_charts_tokens_per_project_for_admin_keys(browser, model_server, model_client):
+    _go(browser, "/usage")
+    eventually(lambda: browser.find_elements(By.ID, "usage-forbidden"), what="the admin-only notice for key-a")
+    done = wait_for(model_client, create(model_client, [chat_line(f"u-{i}", max_tokens=4) for i in range(5)]).id)
+    assert done.status == "completed"
+    admin_key = _admin_key(model_server)
+    admin = openai_client(model_server.base_url, admin_key)
+    browser.execute_script("sessionStorage.setItem('batchd.apiKey', arguments[0])", admin_key)
+    try:
+        _go(browser, "/usage")
+        eventually(lambda: browser.find_elements(By.ID, "usage-table"), what="the usage table")
+        Select(browser.find_element(By.ID, "usage-range")).select_by_value("hour")
+        eventually(lambda: browser.current_url.endswith("#/usage?range=hour"), what="the hour range")
+
+        def shown_equals_api() -> bool:
+            now = int(time.time())
+            page = admin.get(
+                "/organization/usage/completions",
+                cast_to=object,
+                options={
+                    "params": {
+                        "start_time": now // 60 * 60 - 59 * 60,
+                        "bucket_width": "1m",
+                        "limit": 60,
+                        "group_by": ["project_id", "model"],
+                    }
+                },
+            )
+            want = sum(
+                r["num_model_requests"]
+                for b in page["data"]
+                for r in b["results"]
+                if (r["project_id"], r["model"]) == ("proj-a", "batchd-tiny-chat")
+            )
+            rows = browser.find_elements(By.CSS_SELECTOR, '#usage-table tr[data-project="proj-a"]')
+            shown = [
+                int(r.get_attribute("data-requests"))
+                for r in rows
+                if r.get_attribute("data-model") == "batchd-tiny-chat"
+            ]
+            return want >= 5 and shown == [want]
+
+        eventually(shown_equals_api, what="the page's proj-a requests equal the Usage API's")
+        assert browser.find_elements(By.CSS_SELECTOR, '#usage-chart polyline[data-series="proj-a"]')
+    finally:
+        browser.execute_script("sessionStorage.setItem('batchd.apiKey', arguments[0])", KEY)
+        _go(browser, "/batches")

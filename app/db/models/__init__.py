@@ -7,6 +7,7 @@ from app.db.models.project import Project
 from app.db.models.served_model import ServedModel
 from app.db.models.shard import BatchShard
 from app.db.models.upload import Upload, UploadPart
+from app.db.models.usage import UsageMinute
 from app.db.models.webhook import WebhookDelivery, WebhookEndpoint, WebhookEvent
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "ServedModel",
     "Upload",
     "UploadPart",
+    "UsageMinute",
     "WebhookDelivery",
     "WebhookEndpoint",
     "WebhookEvent",

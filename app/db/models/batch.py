@@ -45,6 +45,9 @@ class Batch(Base):
     cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     output_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     reasoning_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    # Prompt tokens counted at validation (None: not counted, no token limit applied); they count
+    # against the project's enqueued-token limit for the model until the batch ends.
+    prompt_tokens: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
     lease_owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
     lease_expires_at: Mapped[float | None] = mapped_column(Float, nullable=True)

@@ -20,11 +20,13 @@ class ApiKeyRepository:
         await self.session.flush()
         return key
 
-    async def project_for_hash(self, key_hash: str) -> str | None:
+    async def owner_of_hash(self, key_hash: str) -> tuple[str, bool] | None:
+        """The live key's (project, is_admin), or None."""
         result = await self.session.execute(
-            select(ApiKey.project).where(ApiKey.key_hash == key_hash, ApiKey.revoked_at.is_(None))
+            select(ApiKey.project, ApiKey.is_admin).where(ApiKey.key_hash == key_hash, ApiKey.revoked_at.is_(None))
         )
-        return result.scalar_one_or_none()
+        row = result.first()
+        return None if row is None else (row.project, bool(row.is_admin))
 
     async def count_all(self) -> int:
         """Keys ever created, revoked ones included."""

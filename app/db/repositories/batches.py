@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import and_, delete, exists, or_, select, update
+from sqlalchemy import and_, delete, exists, func, or_, select, update
 
 from app.core.statuses import ACTIVE_BATCH_STATUSES, CANCELLABLE_BATCH_STATUSES, BatchStatus, ShardStatus
 from app.db.base import rowcount
@@ -121,6 +121,18 @@ class BatchRepository(ProjectScopedRepository[Batch]):
 
     async def release(self, claim: Claim) -> None:
         await self._fenced_update(claim, lease_owner=None, lease_expires_at=None)
+
+    async def enqueued_prompt_tokens(self, project: str, model: str, other_than: str) -> int:
+        """Prompt tokens counted for `project`'s unfinished batches of `model`, but `other_than`."""
+        result = await self.session.execute(
+            select(func.coalesce(func.sum(Batch.prompt_tokens), 0)).where(
+                Batch.project == project,
+                Batch.model == model,
+                Batch.status.in_((BatchStatus.VALIDATING, BatchStatus.IN_PROGRESS, BatchStatus.FINALIZING)),
+                Batch.id != other_than,
+            )
+        )
+        return int(result.scalar_one() or 0)
 
     async def load(self, batch_id: str) -> Batch | None:
         result = await self.session.execute(select(Batch).where(Batch.id == batch_id))

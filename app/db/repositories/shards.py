@@ -20,6 +20,7 @@ from app.core.statuses import BatchStatus, ShardStatus
 from app.db.base import dialect_of, rowcount
 from app.db.models import Batch, BatchLine, BatchShard
 from app.db.repositories.batches import LeaseLost, LineRow
+from app.db.repositories.usage import UsageKey, UsageRepository
 
 
 @dataclass
@@ -158,9 +159,12 @@ class ShardRepository:
             .values(status=ShardStatus.PENDING, fence=BatchShard.fence + 1, lease_owner=None, lease_expires_at=None)
         )
 
-    async def record_lines(self, claim: ShardClaim, rows: Sequence[LineRow]) -> int:
+    async def record_lines(
+        self, claim: ShardClaim, rows: Sequence[LineRow], usage: UsageKey | None = None, now: float = 0.0
+    ) -> int:
         """Insert finished lines (a line already stored is left alone) and add what was new to the
-        shard's and the batch's counters, in one transaction. Returns how many rows were new."""
+        shard's and the batch's counters, and to `usage`'s minute of `now`, in one transaction.
+        Returns how many rows were new."""
         if not rows:
             return 0
         dialect = dialect_of(self.session)
@@ -189,6 +193,8 @@ class ShardRepository:
                     reasoning_tokens=Batch.reasoning_tokens + sum(r.reasoning_tokens for r in new),
                 )
             )
+            if usage is not None:
+                await UsageRepository(self.session).add(usage, int(now) // 60 * 60, new)
         return len(new)
 
     def _in_shard(self, claim: ShardClaim):

@@ -7,6 +7,9 @@ body, same mapping of exceptions to error envelopes — minus HTTP itself.
 
 from __future__ import annotations
 
+import copy
+import threading
+from collections.abc import Sequence
 from http import HTTPStatus
 from types import SimpleNamespace
 from typing import Any
@@ -34,6 +37,7 @@ from app.core.endpoints import (
 )
 from app.engine.config.specs import ModelSpec
 from app.engine.local.requests import parse_request
+from app.engine.prompt_tokens import estimate_all, prompt_parts
 
 # The app.state attribute holding each endpoint's handler (as vLLM's routers read it).
 _HANDLER_ATTRS: dict[str, str] = {
@@ -66,6 +70,8 @@ class ModelEngine:
         self.endpoints: frozenset[str] = frozenset(
             endpoint for endpoint, attr in _HANDLER_ATTRS.items() if getattr(state, attr, None) is not None
         )
+        self._counting_lock = threading.Lock()
+        self._counting_tokenizer: Any = None
         # Stand-in for the FastAPI request vLLM's exception handlers inspect.
         self._handler_request = SimpleNamespace(app=SimpleNamespace(state=state), state=SimpleNamespace())
 
@@ -153,6 +159,43 @@ class ModelEngine:
         response = await validation_exception_handler(self._handler_request, RequestValidationError(errors))
         return _response_reply(response)
 
+    def count_prompt_tokens(self, endpoint: str, bodies: Sequence[Any]) -> list[int]:
+        """Prompt tokens of each body with this model's tokenizer, chat lines through its chat
+        template, all texts encoded in one batched call. Blocking: run it in a thread. A copy of
+        the tokenizer, so the engine's own is never used from two threads at once."""
+        with self._counting_lock:
+            if self._counting_tokenizer is None:
+                tokenizer = self.llm.tokenizer
+                self._counting_tokenizer = copy.deepcopy(tokenizer) if tokenizer is not None else False
+            tokenizer = self._counting_tokenizer
+            if tokenizer is False:
+                return estimate_all(endpoint, bodies)
+            counts: list[int] = []
+            owners: list[int] = []
+            texts: list[str] = []
+            templated: list[str] = []
+            templated_owners: list[int] = []
+            for i, body in enumerate(bodies):
+                rendered = _chat_prompt(tokenizer, body) if endpoint == CHAT_COMPLETIONS else None
+                if rendered is not None:
+                    templated.append(rendered)
+                    templated_owners.append(i)
+                    counts.append(0)
+                    continue
+                parts, ids = prompt_parts(endpoint, body)
+                counts.append(ids)
+                texts.extend(parts)
+                owners.extend([i] * len(parts))
+            for batch, batch_owners, special in ((texts, owners, True), (templated, templated_owners, False)):
+                if batch:
+                    # Without the attention masks nobody reads: half the time of the call.
+                    encoded = tokenizer(
+                        batch, add_special_tokens=special, return_attention_mask=False, return_token_type_ids=False
+                    )["input_ids"]
+                    for owner, ids in zip(batch_owners, encoded, strict=True):
+                        counts[owner] += len(ids)
+            return counts
+
     def shutdown(self) -> None:
         """Stop the engine core processes (blocking, bounded by vLLM's timeout)."""
         shutdown_engine(self.llm, self.llm.vllm_config.shutdown_timeout)
@@ -167,6 +210,18 @@ ENGINE_EXIT_GRACE_S = 15
 
 def shutdown_engine(llm: AsyncLLM, timeout: int) -> None:
     llm.shutdown(timeout=max(timeout, ENGINE_EXIT_GRACE_S))
+
+
+def _chat_prompt(tokenizer: Any, body: Any) -> str | None:
+    """A chat line's prompt as the model sees it, or None (no template, or messages it rejects:
+    then the text parts are counted)."""
+    if not getattr(tokenizer, "chat_template", None) or not isinstance(body, dict):
+        return None
+    try:
+        rendered = tokenizer.apply_chat_template(body.get("messages"), tokenize=False, add_generation_prompt=True)
+    except Exception:
+        return None
+    return rendered if isinstance(rendered, str) else None
 
 
 def _render(content: Any) -> dict[str, Any]:

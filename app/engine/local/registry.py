@@ -37,6 +37,7 @@ from app.engine.local.cpu_priority import lower_engine_priority
 from app.engine.local.model_engine import ModelEngine, error_reply
 from app.engine.local.requests import body_problem
 from app.engine.local.shared_memory import engine_shared_objects, release_leftovers
+from app.engine.prompt_tokens import estimate_all
 from app.engine.protocol import UpstreamStatus
 from app.engine.results import LineProblem, LineResult, Usage
 
@@ -181,6 +182,16 @@ class EngineRegistry:
             return problem
         assert canonical is not None, "a known endpoint has its canonical name"
         return body_problem(canonical, body)
+
+    async def count_prompt_tokens(self, endpoint: str, bodies: Sequence[Any]) -> list[int]:
+        """With the model's tokenizer (a private copy, in a thread: the event loop keeps serving)."""
+        self._require_ready()
+        canonical = normalize_endpoint(endpoint)
+        first = bodies[0] if bodies else None
+        engine = self._route(canonical, first.get("model")) if canonical and isinstance(first, dict) else None
+        if engine is None or canonical is None:
+            return estimate_all(endpoint, bodies)
+        return await asyncio.to_thread(engine.count_prompt_tokens, canonical, bodies)
 
     async def execute(self, endpoint: str, body: Any, request_id: str, priority: int = 0) -> LineResult:
         """Run one line and return what ``vllm serve`` would have answered, at ``priority``

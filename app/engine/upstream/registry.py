@@ -20,10 +20,12 @@ from app.engine.config.upstream import UpstreamSpec
 from app.engine.errors import EngineNotReadyError, ModelConfigError, RequestAborted
 from app.engine.inflight import InflightRequests
 from app.engine.line_checks import common_line_problem
+from app.engine.prompt_tokens import estimate_all
 from app.engine.protocol import UpstreamStatus
 from app.engine.results import LineProblem, LineResult, Usage
 from app.engine.upstream import discovery
 from app.engine.upstream.targets import Target, TargetPool
+from app.engine.upstream.tokenize import tokenize_counts
 from app.engine.upstream.transport import Upstream, error_body, send
 
 log = logging.getLogger("batchd.upstream")
@@ -44,6 +46,7 @@ class UpstreamRegistry:
         self._inflight = InflightRequests()
         self._created = 0
         self._started = False
+        self._no_tokenize: set[str] = set()
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -152,6 +155,21 @@ class UpstreamRegistry:
         no reachable URL serves is ``model_not_found``."""
         problem, _ = common_line_problem(endpoint, body, self._endpoints_of, self.names)
         return problem
+
+    async def count_prompt_tokens(self, endpoint: str, bodies: Sequence[Any]) -> list[int]:
+        """From the upstream's ``/tokenize``; estimated for a model whose upstream has none
+        (asked once per model and process) or cannot answer now."""
+        first = bodies[0] if bodies else None
+        upstream = self._models.get(str(first.get("model"))) if isinstance(first, dict) else None
+        canonical = normalize_endpoint(endpoint)
+        if upstream is None or canonical is None or self._client is None or upstream.spec.name in self._no_tokenize:
+            return estimate_all(endpoint, bodies)
+        counts = await tokenize_counts(self._client, upstream, canonical, bodies)
+        if counts is None:
+            log.info("upstream model %s: no /tokenize; prompt tokens are estimated", upstream.spec.name)
+            self._no_tokenize.add(upstream.spec.name)
+            return estimate_all(endpoint, bodies)
+        return counts
 
     async def execute(self, endpoint: str, body: Any, request_id: str, priority: int = 0) -> LineResult:
         """Send one line upstream; never raises for the line's own failure (a non-200 result).

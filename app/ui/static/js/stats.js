@@ -7,6 +7,19 @@ export const ACTIVE = new Set(["validating", "in_progress", "finalizing", "cance
 export const isActive = (batch) => ACTIVE.has(batch.status);
 export const linesDone = (batch) => batch.request_counts.completed + batch.request_counts.failed;
 
+// A batch that ended by cancel or expiry counts its lines that never ran as failed
+// (batch_cancelled / batch_expired), all at once when it ends. Throughput counts only lines that
+// ran: its successes, and the failures this tab saw while it was still running.
+const ENDED_EARLY = new Set(["cancelled", "expired"]);
+const failedWhileRunning = new Map(); // batch id -> failed count last seen while active
+
+/** Lines that ran (were answered by the engine), as far as this tab can tell. */
+export function linesRan(batch) {
+  const { completed, failed } = batch.request_counts;
+  if (!ENDED_EARLY.has(batch.status)) return completed + failed;
+  return completed + Math.min(failed, failedWhileRunning.get(batch.id) || 0);
+}
+
 const MAX_SAMPLES = 2000;
 // The rate shown beside a running batch is measured over about this many recent seconds.
 const RECENT_SECONDS = 10;
@@ -16,7 +29,8 @@ const samples = new Map(); // batch id -> [{t, done}]
 export function sample(batch) {
   const list = samples.get(batch.id) || [];
   const t = Date.now() / 1000;
-  const done = linesDone(batch);
+  if (isActive(batch)) failedWhileRunning.set(batch.id, batch.request_counts.failed);
+  const done = linesRan(batch);
   const last = list[list.length - 1];
   if (last && last.done === done && isActive(batch) === false) return list;
   list.push({ t, done });
@@ -25,15 +39,16 @@ export function sample(batch) {
   return list;
 }
 
+// A cancelled batch's lines stop when the cancel arrives, not when it is cancelled.
 const endOfRun = (batch) =>
-  batch.finalizing_at || batch.completed_at || batch.failed_at || batch.expired_at || batch.cancelled_at;
+  batch.finalizing_at || batch.cancelling_at || batch.completed_at || batch.failed_at || batch.expired_at || batch.cancelled_at;
 
 /** Lines per second over the whole run (from the batch's own timestamps). */
 export function averageRate(batch) {
   if (!batch.in_progress_at) return null;
   const end = endOfRun(batch) || Date.now() / 1000;
   const elapsed = end - batch.in_progress_at;
-  return elapsed >= 1 ? linesDone(batch) / elapsed : null;
+  return elapsed >= 1 ? linesRan(batch) / elapsed : null;
 }
 
 /** Lines per second lately: from this tab's samples when it has some, else the run's average. */

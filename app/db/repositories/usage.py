@@ -1,0 +1,95 @@
+"""SQL for usage accounting: per-minute aggregates added in the checkpoint's transaction, and
+the bucketed sums the Usage API reads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from sqlalchemy import Table, func, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.base import dialect_of
+from app.db.models import UsageMinute
+from app.db.repositories.batches import LineRow
+
+# The columns a usage query may group by, by the Usage API's group_by names.
+GROUP_COLUMNS = {"project_id": UsageMinute.project, "model": UsageMinute.model, "batch": UsageMinute.batch_id}
+
+
+@dataclass(frozen=True)
+class UsageKey:
+    """Whose lines a checkpoint records: the batch's project, model and usage kind."""
+
+    project: str
+    model: str
+    batch_id: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class UsageQuery:
+    kind: str
+    start: int  # inclusive, Unix seconds
+    end: int  # exclusive
+    bucket_seconds: int
+    group_by: Sequence[str] = ()
+    projects: Sequence[str] = ()
+    models: Sequence[str] = ()
+
+
+class UsageRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def add(self, key: UsageKey, minute: int, rows: Sequence[LineRow]) -> None:
+        """Add the successful lines among `rows` (those in the output file) to `key`'s minute."""
+        ok = [r for r in rows if r.ok]
+        if not ok:
+            return
+        values = {
+            "input_tokens": sum(r.input_tokens for r in ok),
+            "cached_tokens": sum(r.cached_tokens for r in ok),
+            "output_tokens": sum(r.output_tokens for r in ok),
+            "requests": len(ok),
+        }
+        insert_fn = pg_insert if dialect_of(self.session) == "postgresql" else sqlite_insert
+        statement = insert_fn(cast(Table, UsageMinute.__table__)).values(
+            project=key.project, model=key.model, batch_id=key.batch_id, minute=minute, kind=key.kind, **values
+        )
+        table = UsageMinute.__table__.c
+        await self.session.execute(
+            statement.on_conflict_do_update(
+                index_elements=["project", "model", "batch_id", "minute"],
+                set_={name: table[name] + statement.excluded[name] for name in values},
+            )
+        )
+
+    async def sums(self, query: UsageQuery) -> list[dict[str, Any]]:
+        """One row per (bucket start, grouped columns...) with the summed counts, for minutes in
+        [start, end); buckets are aligned to multiples of their width since the epoch (UTC)."""
+        width = query.bucket_seconds
+        bucket = ((UsageMinute.minute // width) * width).label("bucket")
+        groups = [GROUP_COLUMNS[name].label(name) for name in query.group_by]
+        statement = (
+            select(
+                bucket,
+                *groups,
+                func.sum(UsageMinute.input_tokens).label("input_tokens"),
+                func.sum(UsageMinute.cached_tokens).label("cached_tokens"),
+                func.sum(UsageMinute.output_tokens).label("output_tokens"),
+                func.sum(UsageMinute.requests).label("requests"),
+            )
+            .where(UsageMinute.kind == query.kind, UsageMinute.minute >= query.start, UsageMinute.minute < query.end)
+            .group_by(bucket, *groups)
+            .order_by(bucket, *groups)
+        )
+        if query.projects:
+            statement = statement.where(UsageMinute.project.in_(list(query.projects)))
+        if query.models:
+            statement = statement.where(UsageMinute.model.in_(list(query.models)))
+        result = await self.session.execute(statement)
+        return [dict(row._mapping) for row in result.all()]

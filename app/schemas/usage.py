@@ -1,0 +1,51 @@
+"""Wire shapes of OpenAI's Usage API (`/v1/organization/usage/completions|embeddings`)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+
+class CompletionsUsageResult(BaseModel):
+    object: Literal["organization.usage.completions.result"] = "organization.usage.completions.result"
+    input_tokens: int
+    output_tokens: int
+    input_cached_tokens: int
+    input_audio_tokens: int = 0
+    output_audio_tokens: int = 0
+    num_model_requests: int
+    project_id: str | None = None
+    user_id: str | None = None
+    api_key_id: str | None = None
+    model: str | None = None
+    # OpenAI's: whether the group is batch work (always, here); set with group_by=batch.
+    batch: bool | None = None
+    # batchd's addition with group_by=batch: which batch the group is.
+    batch_id: str | None = None
+
+
+class EmbeddingsUsageResult(BaseModel):
+    object: Literal["organization.usage.embeddings.result"] = "organization.usage.embeddings.result"
+    input_tokens: int
+    num_model_requests: int
+    project_id: str | None = None
+    user_id: str | None = None
+    api_key_id: str | None = None
+    model: str | None = None
+    batch: bool | None = None
+    batch_id: str | None = None
+
+
+class UsageBucket(BaseModel):
+    object: Literal["bucket"] = "bucket"
+    start_time: int
+    end_time: int
+    results: list[CompletionsUsageResult] | list[EmbeddingsUsageResult]
+
+
+class UsagePage(BaseModel):
+    object: Literal["page"] = "page"
+    data: list[UsageBucket]
+    has_more: bool
+    next_page: str | None
