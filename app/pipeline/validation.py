@@ -32,10 +32,12 @@ def _missing(name: str, line: int) -> dict:
 
 
 class _Validator:
-    def __init__(self, endpoint: str, checker: LineChecker, max_lines: int) -> None:
+    def __init__(self, endpoint: str, checker: LineChecker, max_lines: int, per_request: bool) -> None:
         self.endpoint = endpoint
         self.checker = checker
         self.max_lines = max_lines
+        self.per_request = per_request
+        self.fallback_model: str | None = None
         self.custom_ids: set[str] = set()
         self.result = ValidationResult()
 
@@ -74,6 +76,9 @@ class _Validator:
         return self._check_body(line_no, body)
 
     def _check_body(self, line_no: int, body: dict) -> dict | None:
+        if self.per_request:
+            self._note_runnable_model(body)
+            return None
         model = body.get("model")
         if model in (None, ""):
             return _missing("body.model", line_no)
@@ -92,6 +97,17 @@ class _Validator:
             return _error(problem.code, problem.message, line_no, problem.param)
         return None
 
+    def _note_runnable_model(self, body: dict) -> None:
+        """The batch's model (its engine window and admission gate) is the first one a line
+        can run on; lines of other or unknown models run on the same window and fail alone."""
+        model = body.get("model")
+        if not isinstance(model, str) or self.result.model is not None:
+            return
+        if self.checker.validate_line(self.endpoint, body) is None:
+            self.result.model = model
+        else:
+            self.fallback_model = self.fallback_model or model
+
 
 async def validate_input_file(
     chunks: AsyncIterator[bytes],
@@ -101,10 +117,12 @@ async def validate_input_file(
     max_lines: int,
     max_errors: int,
     shard_lines: int,
+    per_request: bool = False,
 ) -> ValidationResult:
     """Check every line of the streamed file; on the way, cut it into shards of `shard_lines`
-    requests, each starting at the byte offset of its first request line."""
-    validator = _Validator(endpoint, checker, max_lines)
+    requests, each starting at the byte offset of its first request line. With `per_request`
+    (Anthropic's rule) a line's body is not checked here: it fails alone when it runs."""
+    validator = _Validator(endpoint, checker, max_lines, per_request)
     result = validator.result
     result.shards = cutter = ShardCutter(shard_lines)
     async for line_no, offset, raw in split_lines_at(chunks):
@@ -128,4 +146,6 @@ async def validate_input_file(
                 break
     if result.total == 0:
         result.errors.append(_error("empty_file", "The batch input file is empty.", None))
+    if per_request and result.model is None:
+        result.model = validator.fallback_model or "unknown"
     return result

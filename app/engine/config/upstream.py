@@ -12,7 +12,7 @@
           deadline_s: 3600                  # per line, retries included (default 3 x timeout_s)
           health_interval_s: 10             # how often GET {url}/models runs (default 10)
           endpoints: [/v1/chat/completions, /v1/embeddings]   # default: chat, completions,
-                                                              # responses, embeddings
+                                                              # responses, messages, embeddings
 
 No vLLM here: an upstream-only server never imports it.
 """
@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.core.endpoints import CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, RESPONSES, normalize_endpoint
+from app.core.endpoints import CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, MESSAGES, RESPONSES, normalize_endpoint
 from app.engine.errors import ModelConfigError
 
-DEFAULT_ENDPOINTS: frozenset[str] = frozenset({CHAT_COMPLETIONS, COMPLETIONS, RESPONSES, EMBEDDINGS})
+DEFAULT_ENDPOINTS: frozenset[str] = frozenset({CHAT_COMPLETIONS, COMPLETIONS, RESPONSES, MESSAGES, EMBEDDINGS})
 
 _NUMBERS: dict[str, type | tuple[type, ...]] = {
     "max_concurrency": int,
