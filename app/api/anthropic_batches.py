@@ -12,6 +12,8 @@ from fastapi.responses import StreamingResponse
 from app.api.deps import SessionDep, SettingsDep, StoreDep
 from app.core.anthropic_api import MESSAGE_BATCHES_PATH
 from app.schemas.anthropic import (
+    ANTHROPIC_ERROR_RESPONSES,
+    CREATE_ERROR_RESPONSES,
     MESSAGE_BATCH_CREATE_OPENAPI,
     DeletedMessageBatch,
     MessageBatch,
@@ -35,14 +37,16 @@ async def get_message_batch_service(session: SessionDep, store: StoreDep, settin
 AnthropicProjectDep = Annotated[str, Depends(get_anthropic_project)]
 MessageBatchServiceDep = Annotated[MessageBatchService, Depends(get_message_batch_service)]
 
-router = APIRouter(prefix=MESSAGE_BATCHES_PATH, tags=["message batches"])
+router = APIRouter(prefix=MESSAGE_BATCHES_PATH, tags=["message batches"], responses=ANTHROPIC_ERROR_RESPONSES)
 
 
 def _base_url(request: Request) -> str:
     return str(request.base_url).rstrip("/")
 
 
-@router.post("", response_model=MessageBatch, openapi_extra=MESSAGE_BATCH_CREATE_OPENAPI)
+@router.post(
+    "", response_model=MessageBatch, openapi_extra=MESSAGE_BATCH_CREATE_OPENAPI, responses=CREATE_ERROR_RESPONSES
+)
 async def create_message_batch(
     request: Request, project: AnthropicProjectDep, batches: MessageBatchServiceDep, session: SessionDep
 ) -> MessageBatch:
@@ -67,7 +71,8 @@ async def list_message_batches(
     limit: Annotated[int, Query(ge=1, le=1000)] = 20,
 ) -> MessageBatchList:
     """The project's Message Batches, newest first."""
-    page = await batches.list(project, limit=limit, after_id=after_id, before_id=before_id)
+    # An empty cursor is no cursor.
+    page = await batches.list(project, limit=limit, after_id=after_id or None, before_id=before_id or None)
     data = [to_message_batch(b, _base_url(request)) for b in page.items]
     return MessageBatchList(
         data=data,

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -49,6 +49,34 @@ class DeletedMessageBatch(BaseModel):
     type: Literal["message_batch_deleted"] = "message_batch_deleted"
 
 
+class AnthropicErrorObject(BaseModel):
+    type: str
+    message: str
+
+
+class AnthropicErrorResponse(BaseModel):
+    """Anthropic's error envelope, used by every non-2xx response of these routes."""
+
+    type: Literal["error"] = "error"
+    error: AnthropicErrorObject
+    request_id: str | None = None
+
+
+def _error_doc(description: str) -> dict[str, Any]:
+    return {"model": AnthropicErrorResponse, "description": description}
+
+
+ANTHROPIC_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: _error_doc("Invalid request"),
+    401: _error_doc("Missing or invalid API key"),
+    404: _error_doc("Not found"),
+    503: _error_doc("Temporarily unavailable (retry)"),
+}
+CREATE_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    413: _error_doc("Request body too large"),
+    429: _error_doc("The project's active-batch limit is reached"),
+}
+
 # The request body, documented (the route reads it itself, to bound its memory).
 MESSAGE_BATCH_CREATE_OPENAPI: dict = {
     "requestBody": {
@@ -61,11 +89,12 @@ MESSAGE_BATCH_CREATE_OPENAPI: dict = {
                     "properties": {
                         "requests": {
                             "type": "array",
+                            "minItems": 1,
                             "items": {
                                 "type": "object",
                                 "required": ["custom_id", "params"],
                                 "properties": {
-                                    "custom_id": {"type": "string", "minLength": 1, "maxLength": 64},
+                                    "custom_id": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"},
                                     "params": {"type": "object", "description": "A Messages API request body."},
                                 },
                             },
