@@ -28,7 +28,7 @@ from app.db.repositories.message_batches import MessageBatchRepository
 from app.schemas.anthropic import MessageBatch, MessageBatchProcessingStatus, MessageBatchRequestCounts
 from app.services.batches import BatchService
 from app.services.files import commit_new_file, new_file_id
-from app.services.message_results import converted_lines, failed_lines
+from app.services.message_results import converted_lines, errored, same_result_lines
 from app.services.quotas import check_batch_create
 from app.services.unit_of_work import after_commit
 from app.storage.base import BlobStore
@@ -67,13 +67,16 @@ def request_counts(batch: Batch) -> MessageBatchRequestCounts:
         )
     if batch.status == BatchStatus.FAILED:  # refused as a whole: no request ran
         return MessageBatchRequestCounts(processing=0, succeeded=0, errored=batch.total, canceled=0, expired=0)
-    not_run = {BatchStatus.CANCELLED: "canceled", BatchStatus.EXPIRED: "expired"}.get(batch.status)
-    counts = {"canceled": 0, "expired": 0}
-    errored = batch.failed
-    if not_run is not None:
-        counts[not_run] = batch.unexecuted
-        errored -= batch.unexecuted
-    return MessageBatchRequestCounts(processing=0, succeeded=batch.completed, errored=errored, **counts)
+    # Requests that never ran (the batch may have ended before it was validated).
+    errored = batch.failed - batch.unexecuted
+    not_run = max(batch.total - batch.completed - errored, 0)
+    return MessageBatchRequestCounts(
+        processing=0,
+        succeeded=batch.completed,
+        errored=errored + (not_run if batch.status == BatchStatus.COMPLETED else 0),
+        canceled=not_run if batch.status == BatchStatus.CANCELLED else 0,
+        expired=not_run if batch.status == BatchStatus.EXPIRED else 0,
+    )
 
 
 def to_message_batch(batch: Batch, base_url: str) -> MessageBatch:
@@ -236,9 +239,13 @@ class MessageBatchService:
         return self._result_lines(batch)
 
     async def _result_lines(self, batch: Batch) -> AsyncIterator[bytes]:
-        if batch.status == BatchStatus.FAILED:
-            message = "; ".join(e.get("message", "") for e in batch.errors or []) or "The batch could not run."
-            async for line in failed_lines(self.store.read(batch.project, batch.input_file_id), message):
+        if batch.in_progress_at is None:  # ended before it ran: one result for every request
+            if batch.status == BatchStatus.FAILED:
+                message = "; ".join(e.get("message", "") for e in batch.errors or []) or "The batch could not run."
+                result = errored(400, message)
+            else:
+                result = {"type": "expired" if batch.status == BatchStatus.EXPIRED else "canceled"}
+            async for line in same_result_lines(self.store.read(batch.project, batch.input_file_id), result):
                 yield line
             return
         for file_id in (batch.output_file_id, batch.error_file_id):

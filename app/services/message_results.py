@@ -54,9 +54,9 @@ async def converted_lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
             yield jsonbody.dumps(anthropic_result(jsonbody.loads(raw))).encode() + b"\n"
 
 
-async def failed_lines(chunks: AsyncIterator[bytes], message: str) -> AsyncIterator[bytes]:
-    """Every request of a batch that never ran (it failed as a whole), errored with `message`."""
+async def same_result_lines(chunks: AsyncIterator[bytes], result: dict[str, Any]) -> AsyncIterator[bytes]:
+    """`result` for every request of the input file `chunks`: a batch that ended before it ran."""
     async for _, raw in split_lines(chunks):
         if raw.strip():
             custom_id = jsonbody.loads(raw).get("custom_id")
-            yield jsonbody.dumps({"custom_id": custom_id, "result": errored(400, message)}).encode() + b"\n"
+            yield jsonbody.dumps({"custom_id": custom_id, "result": result}).encode() + b"\n"
