@@ -9,6 +9,8 @@ import pytest
 from harness.client import anthropic_client, openai_client
 from harness.poll import wait_until
 from tests.support.batches import CHAT_MODEL, chat_line, create, results_by_custom_id, wait_for
+from tests.support.metrics import scrape, value
+from tests.support.webhook_receiver import WebhookReceiver
 
 KEY = "key-msgbatch"
 PROMPTS = [f"Tell me about item number {i}." for i in range(20)]
@@ -164,3 +166,28 @@ def test_keys_go_in_x_api_key_and_errors_in_anthropics_envelope(model_server):
         base_url=model_server.base_url.removesuffix("/v1"), auth_token=KEY, api_key=None, max_retries=0
     )
     assert bearer.messages.batches.list(limit=1).data is not None
+
+
+def test_a_message_batch_ending_is_announced_by_webhook(client, model_server):
+    openai = openai_client(model_server.base_url, KEY)
+    with WebhookReceiver() as receiver:
+        endpoint = openai.webhooks.create(url=receiver.url, event_types=["batch.completed"])
+        try:
+            batch = client.messages.batches.create(requests=[{"custom_id": "w", "params": _params(0)}])
+            _wait_ended(client, batch.id)
+            mine = wait_until(
+                lambda: [e.type for e in receiver.events(endpoint.signing_secret) if e.data.id == batch.id],
+                what="the batch's event",
+            )
+            assert mine == ["batch.completed"]
+        finally:
+            openai.webhooks.delete(endpoint.id)
+
+
+def test_metrics_count_message_batch_requests_under_their_endpoint(model_server, ended_batch):
+    # Only this module's batches run /v1/messages lines on the shared server.
+    metrics = scrape(model_server)
+    finished = {"model": CHAT_MODEL, "endpoint": "/v1/messages"}
+    assert value(metrics, "batchd_lines_finished_total", **finished, outcome="completed") >= 198
+    # The request without max_tokens failed on this model (the unknown model has its own label).
+    assert value(metrics, "batchd_lines_finished_total", **finished, outcome="failed") >= 1
