@@ -171,7 +171,7 @@ def test_keys_go_in_x_api_key_and_errors_in_anthropics_envelope(model_server):
 def test_a_message_batch_ending_is_announced_by_webhook(client, model_server):
     openai = openai_client(model_server.base_url, KEY)
     with WebhookReceiver() as receiver:
-        endpoint = openai.webhooks.create(url=receiver.url, event_types=["batch.completed"])
+        endpoint = openai.webhooks.create(url=receiver.url, name="message batches", event_types=["batch.completed"])
         try:
             batch = client.messages.batches.create(requests=[{"custom_id": "w", "params": _params(0)}])
             _wait_ended(client, batch.id)
