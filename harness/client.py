@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anthropic
 import openai
 
 
@@ -24,3 +25,11 @@ def async_openai_client(
     if timeout is not None:
         options["timeout"] = timeout
     return openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=max_retries, **options)
+
+
+def anthropic_client(base_url: str, api_key: str, *, max_retries: int = 0, **options: Any) -> anthropic.Anthropic:
+    """An `anthropic` client of the server whose OpenAI `base_url` (ending in `/v1`) is given:
+    Anthropic's client adds `/v1` itself."""
+    return anthropic.Anthropic(
+        base_url=base_url.removesuffix("/v1"), api_key=api_key, max_retries=max_retries, **options
+    )

@@ -27,6 +27,7 @@ KEYS = {
     "key-batch-list": "proj-batch-list",
     "key-hooks": "proj-hooks",
     "key-load": "proj-load",
+    "key-msgbatch": "proj-msgbatch",
 }
 # Webhook tests deliver to receivers on 127.0.0.1, retrying fast.
 WEBHOOK_TEST_ENV = {

@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     # Batches: accepted `completion_window` values (OpenAI accepts only 24h).
     completion_windows: str = "24h,1h"
     max_batch_lines: int = Field(default=50_000, ge=1)
+    # Anthropic Message Batches: requests in one batch, and bytes of its create request.
+    max_message_batch_requests: int = Field(default=100_000, ge=1)
+    max_message_batch_bytes: int = Field(default=256 * MB, ge=1)
     # At most this many validation errors are reported for one batch.
     max_validation_errors: int = Field(default=100, ge=1)
     # One-replica steps (validate, finalize) running at once in this replica.

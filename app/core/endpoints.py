@@ -15,12 +15,19 @@ EMBEDDINGS = "/v1/embeddings"
 SCORE = "/v1/score"
 RERANK = "/v1/rerank"
 RESPONSES = "/v1/responses"
+# Anthropic's Messages API, as vLLM serves it; the lines of Message Batches.
+MESSAGES = "/v1/messages"
 
-ALL_ENDPOINTS: frozenset[str] = frozenset({CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, SCORE, RERANK, RESPONSES})
+ALL_ENDPOINTS: frozenset[str] = frozenset(
+    {CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, SCORE, RERANK, RESPONSES, MESSAGES}
+)
+
+# What an OpenAI batch (`/v1/batches`) may name as its endpoint; Message Batches alone run MESSAGES.
+OPENAI_BATCH_ENDPOINTS: frozenset[str] = ALL_ENDPOINTS - {MESSAGES}
 
 # Which endpoints a vLLM engine serves, keyed by the task names vLLM reports
 # from `get_supported_tasks()` (mirrors the routers `vllm serve` registers).
-GENERATE_ENDPOINTS: frozenset[str] = frozenset({CHAT_COMPLETIONS, COMPLETIONS, RESPONSES})
+GENERATE_ENDPOINTS: frozenset[str] = frozenset({CHAT_COMPLETIONS, COMPLETIONS, RESPONSES, MESSAGES})
 EMBED_ENDPOINTS: frozenset[str] = frozenset({EMBEDDINGS})
 SCORING_ENDPOINTS: frozenset[str] = frozenset({SCORE, RERANK})
 

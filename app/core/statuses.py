@@ -37,6 +37,11 @@ CANCELLABLE_BATCH_STATUSES = (BatchStatus.VALIDATING, BatchStatus.IN_PROGRESS, B
 EXPIRABLE_BATCH_STATUSES = (BatchStatus.VALIDATING, BatchStatus.IN_PROGRESS)
 
 
+# Which API a batch was made through (batches.api): both run on the same scheduler.
+BATCH_API_OPENAI = "openai"
+BATCH_API_ANTHROPIC = "anthropic"
+
+
 class ShardStatus(StrEnum):
     """A slice of a batch's lines: waiting for a replica, held by one under a lease, or done."""
 

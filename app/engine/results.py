@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.core.endpoints import CHAT_COMPLETIONS, COMPLETIONS, RESPONSES
+from app.core.endpoints import CHAT_COMPLETIONS, COMPLETIONS, MESSAGES, RESPONSES
 
 # LineProblem codes (the `code` of a BatchError during file validation):
 INVALID_REQUEST = "invalid_request"  # body does not match the endpoint's schema
@@ -59,6 +59,12 @@ class Usage:
                 output_tokens=_int(usage.get("output_tokens")),
                 cached_tokens=_int(_get(usage, "input_tokens_details", "cached_tokens")),
                 reasoning_tokens=_int(_get(usage, "output_tokens_details", "reasoning_tokens")),
+            )
+        if endpoint == MESSAGES:
+            return cls(
+                input_tokens=_int(usage.get("input_tokens")),
+                output_tokens=_int(usage.get("output_tokens")),
+                cached_tokens=_int(usage.get("cache_read_input_tokens")),
             )
         # Embeddings, score and rerank report prompt_tokens only.
         output = _int(usage.get("completion_tokens")) if endpoint in (CHAT_COMPLETIONS, COMPLETIONS) else 0

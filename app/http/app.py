@@ -8,12 +8,13 @@ from contextlib import asynccontextmanager, suppress
 
 from fastapi import APIRouter, Depends, FastAPI
 
-from app.api import batches, files, health, models, uploads, usage, webhooks
+from app.api import anthropic_batches, batches, files, health, models, uploads, usage, webhooks
 from app.api import metrics as metrics_api
 from app.api.deps import get_project
 from app.background.model_publisher import publish_models_forever
 from app.background.sweeper import sweep_forever
 from app.background.webhook_sender import WebhookSender
+from app.core.anthropic_api import MESSAGE_BATCHES_PATH
 from app.core.config import Settings
 from app.db import migrate
 from app.db.engine import Database
@@ -107,7 +108,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     # Added first, so it runs inside RequestIdMiddleware: its 413s carry a request id too.
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_json_body_bytes)
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_bytes=settings.max_json_body_bytes,
+        larger={MESSAGE_BATCHES_PATH: settings.max_message_batch_bytes},
+    )
     app.add_middleware(RequestIdMiddleware)
     app.add_middleware(HttpMetricsMiddleware)
     install_error_handlers(app)
@@ -121,6 +126,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     v1.include_router(webhooks.router)
     v1.include_router(usage.router)
     app.include_router(v1)
+    app.include_router(anthropic_batches.router)
     app.include_router(health.router)
     app.include_router(metrics_api.router)
     install_ui(app)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.core.anthropic_api import anthropic_error, is_anthropic_route
 from app.core.errors import PayloadTooLarge
 
 
@@ -16,9 +17,12 @@ def _too_large(limit: int) -> str:
 
 
 class BodyLimitMiddleware:
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    """`larger` raises the cap for the POSTs of given paths (a Message Batch's request list)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int, larger: dict[str, int] | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.larger = larger or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -28,9 +32,12 @@ class BodyLimitMiddleware:
         if headers.get(b"content-type", b"").lower().startswith(b"multipart/form-data"):
             await self.app(scope, receive, send)
             return
+        max_bytes = self.max_bytes
+        if scope.get("method") == "POST":
+            max_bytes = self.larger.get(scope.get("path", "").rstrip("/"), max_bytes)
         length = headers.get(b"content-length", b"")
-        if length.isdigit() and int(length) > self.max_bytes:
-            await self._refuse(scope, receive, send)
+        if length.isdigit() and int(length) > max_bytes:
+            await self._refuse(scope, receive, send, max_bytes)
             return
         received = 0
 
@@ -39,18 +46,21 @@ class BodyLimitMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_bytes:
+                if received > max_bytes:
                     # Raised inside body parsing: FastAPI re-raises HTTPExceptions unchanged,
-                    # and the handler renders it in OpenAI's envelope.
-                    raise HTTPException(413, _too_large(self.max_bytes))
+                    # and the handler renders it in the route's error envelope.
+                    raise HTTPException(413, _too_large(max_bytes))
             return message
 
         await self.app(scope, counted_receive, send)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, max_bytes: int) -> None:
         from fastapi.responses import JSONResponse
 
-        error = PayloadTooLarge(_too_large(self.max_bytes), code="request_too_large")
+        error = PayloadTooLarge(_too_large(max_bytes), code="request_too_large")
+        envelope = (
+            anthropic_error(413, error.message) if is_anthropic_route(scope.get("path", "")) else error.envelope()
+        )
         # Connection: close, since the unread body cannot be skipped cheaply.
-        response = JSONResponse(error.envelope(), status_code=413, headers={"Connection": "close"})
+        response = JSONResponse(envelope, status_code=413, headers={"Connection": "close"})
         await response(scope, receive, send)

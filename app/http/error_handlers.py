@@ -1,4 +1,5 @@
-"""Render every error as OpenAI's envelope: {"error": {message, type, param, code}}."""
+"""Render every error as OpenAI's envelope: {"error": {message, type, param, code}}, except on
+Anthropic's routes (/v1/messages...), which answer in Anthropic's."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from app.core.anthropic_api import anthropic_error, is_anthropic_route
 from app.core.errors import ApiError, InsufficientStorage, InvalidRequest, ServiceUnavailable, is_disk_full
 
 log = logging.getLogger("batchd.errors")
@@ -36,6 +38,9 @@ def _respond(request: Request, error: ApiError) -> JSONResponse:
     request_id = getattr(request.state, "request_id", None)
     if request_id:
         headers["x-request-id"] = request_id
+    if is_anthropic_route(request.url.path):
+        envelope = anthropic_error(error.status_code, error.message, request_id)
+        return JSONResponse(envelope, status_code=error.status_code, headers=headers)
     return JSONResponse(error.envelope(), status_code=error.status_code, headers=headers)
 
 

@@ -45,10 +45,12 @@ def _missing(name: str, line: int) -> dict:
 
 
 class _Validator:
-    def __init__(self, endpoint: str, checker: LineChecker, max_lines: int) -> None:
+    def __init__(self, endpoint: str, checker: LineChecker, max_lines: int, per_request: bool) -> None:
         self.endpoint = endpoint
         self.checker = checker
         self.max_lines = max_lines
+        self.per_request = per_request
+        self.fallback_model: str | None = None
         self.custom_ids: set[str] = set()
         self.result = ValidationResult()
         self.valid_bodies: list[dict] = []
@@ -88,6 +90,9 @@ class _Validator:
         return self._check_body(line_no, body)
 
     def _check_body(self, line_no: int, body: dict) -> dict | None:
+        if self.per_request:
+            self._note_runnable_model(body)
+            return None
         model = body.get("model")
         if model in (None, ""):
             return _missing("body.model", line_no)
@@ -115,6 +120,17 @@ class _Validator:
             counts = await self.checker.count_prompt_tokens(self.endpoint, bodies)
             self.result.prompt_tokens = (self.result.prompt_tokens or 0) + sum(counts)
 
+    def _note_runnable_model(self, body: dict) -> None:
+        """The batch's model (its engine window and admission gate) is the first one a line
+        can run on; lines of other or unknown models run on the same window and fail alone."""
+        model = body.get("model")
+        if not isinstance(model, str) or self.result.model is not None:
+            return
+        if self.checker.validate_line(self.endpoint, body) is None:
+            self.result.model = model
+        else:
+            self.fallback_model = self.fallback_model or model
+
 
 async def validate_input_file(
     chunks: AsyncIterator[bytes],
@@ -125,11 +141,13 @@ async def validate_input_file(
     max_errors: int,
     shard_lines: int,
     count_tokens: bool = False,
+    per_request: bool = False,
 ) -> ValidationResult:
     """Check every line of the streamed file; on the way, cut it into shards of `shard_lines`
     requests, each starting at the byte offset of its first request line, and with
-    `count_tokens` count the prompt tokens of the lines, TOKEN_CHUNK lines a tokenizer call."""
-    validator = _Validator(endpoint, checker, max_lines)
+    `count_tokens` count the prompt tokens of the lines, TOKEN_CHUNK lines a tokenizer call.
+    With `per_request` (Anthropic's rule) a line's body is not checked here: it fails alone when it runs."""
+    validator = _Validator(endpoint, checker, max_lines, per_request)
     result = validator.result
     if count_tokens:
         result.prompt_tokens = 0
@@ -158,4 +176,6 @@ async def validate_input_file(
     await _count(validator, count_tokens)
     if result.total == 0:
         result.errors.append(_error("empty_file", "The batch input file is empty.", None))
+    if per_request and result.model is None:
+        result.model = validator.fallback_model or "unknown"
     return result

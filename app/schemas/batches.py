@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from app.core.endpoints import ALL_ENDPOINTS
+from app.core.endpoints import OPENAI_BATCH_ENDPOINTS
 from app.core.statuses import BatchStatus
 from app.db.models import Batch
 from app.schemas.common import LiteralOf
@@ -45,7 +45,7 @@ BATCH_CREATE_OPENAPI = {
                     "required": ["input_file_id", "endpoint", "completion_window"],
                     "properties": {
                         "input_file_id": {"type": "string", "minLength": 1},
-                        "endpoint": {"type": "string", "enum": sorted(ALL_ENDPOINTS)},
+                        "endpoint": {"type": "string", "enum": sorted(OPENAI_BATCH_ENDPOINTS)},
                         "completion_window": {"type": "string", "enum": ["24h"]},
                         "metadata": {
                             "type": ["object", "null"],

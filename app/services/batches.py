@@ -104,7 +104,7 @@ class BatchService:
     @staticmethod
     def _endpoint(value) -> str:
         endpoint = normalize_endpoint(value)
-        if endpoint is None:
+        if endpoint is None or endpoint not in BATCH_ENDPOINTS:
             raise InvalidRequest(
                 f"Invalid value for 'endpoint': '{value}'. Supported values are: "
                 + ", ".join(f"'{e}'" for e in BATCH_ENDPOINTS)

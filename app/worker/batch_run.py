@@ -9,7 +9,7 @@ import logging
 import time
 
 from app.core.faults import fault_point
-from app.core.statuses import EXPIRABLE_BATCH_STATUSES, TERMINAL_BATCH_STATUSES, BatchStatus
+from app.core.statuses import BATCH_API_ANTHROPIC, EXPIRABLE_BATCH_STATUSES, TERMINAL_BATCH_STATUSES, BatchStatus
 from app.db.maintenance import reclaim_checkpoint_space
 from app.db.models import Batch
 from app.db.repositories.batches import BatchRepository, Claim
@@ -78,14 +78,16 @@ class BatchRun:
     async def _validate(self, batch: Batch) -> None:
         settings = self.ctx.settings
         limit = await enqueued_token_limit(self.ctx.db, settings, batch.project)
+        anthropic = batch.api == BATCH_API_ANTHROPIC
         result = await validate_input_file(
             self.ctx.store.read(batch.project, batch.input_file_id),
             batch.endpoint,
             self.ctx.registry,
-            max_lines=settings.max_batch_lines,
+            max_lines=settings.max_message_batch_requests if anthropic else settings.max_batch_lines,
             max_errors=settings.max_validation_errors,
             shard_lines=settings.shard_lines,
             count_tokens=limit is not None,
+            per_request=anthropic,
         )
         await fault_point("validating", self.ctx.data_dir)
         now = int(time.time())

@@ -27,6 +27,8 @@ class WorkerContext:
         return self.gates[model]
 
     def window(self, model: str) -> int:
+        if not self.registry.endpoints_for(model):
+            return 1  # a Message Batch none of whose lines names a served model: each fails alone
         return self.registry.suggested_concurrency(model)
 
     @property

@@ -118,6 +118,7 @@ async def finalize(ctx: WorkerContext, claim: Claim, batch: Batch, ending: Batch
             output_file_id=by_kind.get("output"),
             error_file_id=by_kind.get("error"),
             failed=batch.failed + unexecuted,
+            unexecuted=unexecuted,
             total=batch.total or batch.completed + batch.failed + unexecuted,
         )
         if moved:

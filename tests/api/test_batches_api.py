@@ -93,6 +93,13 @@ def test_parameter_errors_are_synchronous_400s(client):
             "invalid_value",
             None,
         ),
+        # Messages lines run only in Anthropic's Message Batches (/v1/messages/batches).
+        (
+            {"input_file_id": file.id, "endpoint": "/v1/messages", "completion_window": "24h"},
+            "endpoint",
+            "invalid_value",
+            None,
+        ),
         (
             {"input_file_id": file.id, "endpoint": "/v1/chat/completions", "completion_window": "48h"},
             "completion_window",

@@ -18,6 +18,7 @@ from app.core.endpoints import normalize_endpoint
         ("/rerank", "/v1/rerank"),
         ("/v1/responses", "/v1/responses"),
         ("/v1/completions", "/v1/completions"),
+        ("/v1/messages", "/v1/messages"),
         ("/v1/moderations", None),
         ("/v2/rerank", None),
         ("", None),

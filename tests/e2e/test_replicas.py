@@ -17,7 +17,7 @@ import openai
 import pytest
 
 from harness import postgres
-from harness.client import openai_client
+from harness.client import anthropic_client, openai_client
 from harness.poll import wait_until
 from harness.server import ServerProcess
 from tests.conftest import API_KEYS_ENV
@@ -187,13 +187,45 @@ def test_sigterm_drains_a_replica_and_others_take_its_shards_at_once(cluster):
     _assert_complete(a, done, 4000, "term")
 
 
+def _message_batch(cluster: Cluster, n: int, prefix: str):
+    """A Message Batch of `n` requests (Anthropic's API), created through replica-a."""
+    client = anthropic_client(cluster.replicas["replica-a"].base_url, "key-a", max_retries=2)
+    params = {"model": CHAT_MODEL, "max_tokens": 4, "temperature": 0}
+    requests = [
+        {"custom_id": f"{prefix}-{i}", "params": {**params, "messages": [{"role": "user", "content": f"q {i}"}]}}
+        for i in range(n)
+    ]
+    return client, client.messages.batches.create(requests=requests)
+
+
+def _assert_message_batch_complete(client, batch_id: str, n: int, prefix: str) -> None:
+    ended = wait_until(
+        lambda: (b := client.messages.batches.retrieve(batch_id)).processing_status == "ended" and b,
+        600,
+        "the message batch to end",
+        0.5,
+    )
+    counts = ended.request_counts
+    assert (counts.succeeded, counts.errored, counts.canceled, counts.expired, counts.processing) == (n, 0, 0, 0, 0)
+    ids = [r.custom_id for r in client.messages.batches.results(batch_id) if r.result.type == "succeeded"]
+    assert len(ids) == n and set(ids) == {f"{prefix}-{i}" for i in range(n)}
+
+
 def test_sigkill_of_a_replica_mid_run_loses_nothing(cluster):
+    """An OpenAI batch and an Anthropic Message Batch run on the same shards and replicas."""
     a = cluster.client("replica-a")
     batch = create(a, _lines(4000, "kill"))
-    wait_until(lambda: cluster.running(batch.id)["replica-b"], 120, "replica-b to run a shard", 0.2)
+    messages, message_batch = _message_batch(cluster, 4000, "kill-msg")
+    wait_until(
+        lambda: cluster.running(batch.id)["replica-b"] and cluster.running(message_batch.id)["replica-b"],
+        120,
+        "replica-b to run a shard of each batch",
+        0.2,
+    )
     server = cluster.replicas["replica-b"]
     took = kill_alone_and_assert_no_orphans(server.pid)  # its busy engines die with it
     print(f"replica-b's engine processes gone {took:.2f} s after it")
     server.kill()  # its group: nothing should be left, but never leak engines into the suite
     done = wait_for(a, batch.id, timeout=600)
     _assert_complete(a, done, 4000, "kill")
+    _assert_message_batch_complete(messages, message_batch.id, 4000, "kill-msg")

@@ -5,6 +5,7 @@ directly with the same request (ids and timestamps aside)."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -13,7 +14,8 @@ import pytest
 
 from app.engine.config.catalog import _minilm_path
 from app.engine.config.tiny_chat import build_tiny_chat_model
-from harness.client import openai_client
+from harness.client import anthropic_client, openai_client
+from harness.poll import wait_until
 from tests.conftest import API_KEYS_ENV
 from tests.support import db, head_start
 from tests.support.batches import (
@@ -135,3 +137,38 @@ def test_embeddings_batch_matches_the_upstream(batchd, client, vllm_servers):
             math.isclose(a, b, abs_tol=1e-5)
             for a, b in zip(got["data"][0]["embedding"], want["data"][0]["embedding"], strict=True)
         )
+
+
+def test_message_batch_matches_the_upstreams_messages_api(client, vllm_servers):
+    """Message Batch requests go to the upstream's `/v1/messages`; each message is what
+    `vllm serve` answers there for the same params (ids aside)."""
+    messages = anthropic_client(str(client.base_url).rstrip("/"), "key-a")
+    params = [
+        {
+            "model": CHAT_MODEL,
+            "max_tokens": 12,
+            "temperature": 0,
+            "messages": [{"role": "user", "content": f"Say something about number {i}"}],
+        }
+        for i in range(8)
+    ]
+    requests = [{"custom_id": f"m-{i}", "params": p} for i, p in enumerate(params)]
+    requests.append({"custom_id": "unknown", "params": {**params[0], "model": "no-such-model"}})
+    batch = messages.messages.batches.create(requests=requests)
+    wait_until(
+        lambda: messages.messages.batches.retrieve(batch.id).processing_status == "ended",
+        timeout=240,
+        what="the message batch to end",
+        interval=0.5,
+    )
+    results = {r.custom_id: r.result for r in messages.messages.batches.results(batch.id)}
+    assert results["unknown"].type == "errored" and results["unknown"].error.error.type == "not_found_error"
+    # The raw lines, to compare with the upstream's JSON as it is.
+    ended = messages.messages.batches.retrieve(batch.id)
+    raw = httpx.get(ended.results_url, headers={"x-api-key": "key-a"}, timeout=30)
+    lines = {line["custom_id"]: line["result"] for line in map(json.loads, raw.text.splitlines())}
+    for i, body in enumerate(params[:4]):
+        got = lines[f"m-{i}"]
+        assert got["type"] == "succeeded"
+        want = direct(vllm_servers[0].url, "/v1/messages", body)
+        assert {k: v for k, v in got["message"].items() if k != "id"} == {k: v for k, v in want.items() if k != "id"}

@@ -3,7 +3,7 @@ from __future__ import annotations
 from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.core.statuses import BatchStatus
+from app.core.statuses import BATCH_API_OPENAI, BatchStatus
 from app.db.base import Base
 from app.db.status_columns import status_check, status_type
 
@@ -53,9 +53,17 @@ class Batch(Base):
     lease_expires_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     fence: Mapped[int] = mapped_column(Integer, default=0)
 
+    # Which API made the batch and shows it: "openai" (/v1/batches) or "anthropic"
+    # (/v1/messages/batches); both run the same way.
+    api: Mapped[str] = mapped_column(String(16), default=BATCH_API_OPENAI, server_default=BATCH_API_OPENAI)
+    # Lines that never ran (cancelled, expired, timed out), counted at finalize, so Anthropic's
+    # request_counts can tell them from lines that failed.
+    unexecuted: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+
     __table_args__ = (
         Index("ix_batches_project_seq", "project", "seq"),
         Index("ix_batches_status", "status"),
+        Index("ix_batches_project_api_seq", "project", "api", "seq"),
         status_check(BatchStatus),
     )
 

@@ -15,7 +15,7 @@
                                             # batch's deadline (default false; the servers need
                                             # --scheduling-policy priority)
           endpoints: [/v1/chat/completions, /v1/embeddings]   # default: chat, completions,
-                                                              # responses, embeddings
+                                                              # responses, messages, embeddings
 
 No vLLM here: an upstream-only server never imports it.
 """
@@ -26,10 +26,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.core.endpoints import CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, RESPONSES, normalize_endpoint
+from app.core.endpoints import CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, MESSAGES, RESPONSES, normalize_endpoint
 from app.engine.errors import ModelConfigError
 
-DEFAULT_ENDPOINTS: frozenset[str] = frozenset({CHAT_COMPLETIONS, COMPLETIONS, RESPONSES, EMBEDDINGS})
+DEFAULT_ENDPOINTS: frozenset[str] = frozenset({CHAT_COMPLETIONS, COMPLETIONS, RESPONSES, MESSAGES, EMBEDDINGS})
 
 _NUMBERS: dict[str, type | tuple[type, ...]] = {
     "max_concurrency": int,

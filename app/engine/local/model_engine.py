@@ -18,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.datastructures import State
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from vllm.entrypoints.anthropic.protocol import AnthropicError, AnthropicErrorResponse
 from vllm.entrypoints.serve import create_error_response
 from vllm.entrypoints.serve.engine.protocol import ErrorResponse
 from vllm.entrypoints.serve.exception_handling.handlers.validation import (
@@ -31,6 +32,7 @@ from app.core.endpoints import (
     CHAT_COMPLETIONS,
     COMPLETIONS,
     EMBEDDINGS,
+    MESSAGES,
     RERANK,
     RESPONSES,
     SCORE,
@@ -47,6 +49,7 @@ _HANDLER_ATTRS: dict[str, str] = {
     EMBEDDINGS: "serving_embedding",
     SCORE: "serving_scores",
     RERANK: "serving_scores",
+    MESSAGES: "anthropic_serving_messages",
 }
 
 Reply = tuple[int, dict[str, Any]]
@@ -139,6 +142,8 @@ class ModelEngine:
             result = await handler.create_completion(request, None)
         elif endpoint == RESPONSES:
             result = await handler.create_responses(request, None)
+        elif endpoint == MESSAGES:
+            return await _messages_reply(handler, request)
         else:
             # Pooling handlers return a finished HTTP response and raise on error.
             return _response_reply(await handler(request, None))
@@ -222,6 +227,19 @@ def _chat_prompt(tokenizer: Any, body: Any) -> str | None:
     except Exception:
         return None
     return rendered if isinstance(rendered, str) else None
+
+
+async def _messages_reply(handler: Any, request: Any) -> Reply:
+    """What vLLM's ``/v1/messages`` route answers: the message without its null fields, or
+    the error translated into Anthropic's envelope (vllm/entrypoints/anthropic/api_router.py)."""
+    result = await handler.create_messages(request, None)
+    if isinstance(result, ErrorResponse):
+        error = AnthropicErrorResponse(error=AnthropicError(type=result.error.type, message=result.error.message))
+        return int(result.error.code), _render(error.model_dump())
+    if not hasattr(result, "model_dump"):
+        await _close_stream(result)
+        raise ValueError("The handler returned a stream for a non-streaming request.")
+    return HTTPStatus.OK, _render(result.model_dump(exclude_none=True))
 
 
 def _render(content: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
+from vllm.entrypoints.anthropic.protocol import AnthropicMessagesRequest
 from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
 from vllm.entrypoints.openai.completion.protocol import CompletionRequest
 from vllm.entrypoints.openai.responses.protocol import ResponsesRequest
@@ -23,6 +24,7 @@ from app.core.endpoints import (
     CHAT_COMPLETIONS,
     COMPLETIONS,
     EMBEDDINGS,
+    MESSAGES,
     RERANK,
     RESPONSES,
     SCORE,
@@ -36,6 +38,7 @@ REQUEST_TYPES: dict[str, Any] = {
     SCORE: ScoreRequest,
     RERANK: RerankRequest,
     RESPONSES: ResponsesRequest,
+    MESSAGES: AnthropicMessagesRequest,
 }
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {ep: TypeAdapter(t) for ep, t in REQUEST_TYPES.items()}
 

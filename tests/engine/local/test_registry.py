@@ -44,6 +44,7 @@ def test_models_and_endpoints(registry):
         "/v1/chat/completions",
         "/v1/completions",
         "/v1/responses",
+        "/v1/messages",
     }
     assert registry.endpoints_for(MINILM_NAME) == {"/v1/embeddings", "/v1/score", "/v1/rerank"}
     assert registry.endpoints_for("nope") == set()

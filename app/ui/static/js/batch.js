@@ -91,7 +91,7 @@ function render(batch) {
   return h(
     "div",
     {},
-    h("p", { class: "muted" }, `${batch.endpoint} · ${batch.model || "model not known yet"} · window ${batch.completion_window}`),
+    h("p", { class: "muted" }, `${fmt.api(batch)} · ${batch.endpoint} · ${batch.model || "model not known yet"} · window ${batch.completion_window}`),
     h(
       "section",
       { class: "cards" },

@@ -52,7 +52,7 @@ function batchRow(batch) {
       "td",
       {},
       h("a", { href: `#/batch/${encodeURIComponent(batch.id)}` }, batch.id),
-      h("div", { class: "muted small" }, `${fmt.time(batch.created_at)} · ${batch.endpoint}${batch.model ? ` · ${batch.model}` : ""}`),
+      h("div", { class: "muted small" }, `${fmt.time(batch.created_at)} · ${fmt.api(batch)} · ${batch.endpoint}${batch.model ? ` · ${batch.model}` : ""}`),
     ),
     h("td", {}, statusBadge(batch.status)),
     h(

@@ -35,3 +35,6 @@ export function bytes(n) {
   }
   return unit === 0 ? `${n} B` : `${value.toFixed(value >= 10 ? 0 : 1)} ${units[unit]}`;
 }
+
+// Which API a batch was made through: Message Batches run Anthropic's `/v1/messages` lines.
+export const api = (batch) => (batch.endpoint === "/v1/messages" ? "Anthropic Message Batch" : "OpenAI batch");

@@ -1,0 +1,128 @@
+"""Anthropic Message Batches routes (`/v1/messages/batches`): the `anthropic` client's
+`client.messages.batches.*`. Keys go in `x-api-key` (or `Authorization: Bearer`); errors are
+rendered in Anthropic's envelope (app/http/error_handlers.py)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import StreamingResponse
+
+from app.api.deps import SessionDep, SettingsDep, StoreDep
+from app.core.anthropic_api import MESSAGE_BATCHES_PATH
+from app.schemas.anthropic import (
+    ANTHROPIC_ERROR_RESPONSES,
+    CREATE_ERROR_RESPONSES,
+    MESSAGE_BATCH_CREATE_OPENAPI,
+    DeletedMessageBatch,
+    MessageBatch,
+    MessageBatchList,
+)
+from app.services.message_batches import MessageBatchService, to_message_batch
+from app.services.unit_of_work import after_commit
+
+
+async def get_anthropic_project(request: Request) -> str:
+    """The caller's project from `x-api-key`, as Anthropic's clients send it, or from a Bearer key."""
+    key = request.headers.get("x-api-key")
+    authorization = f"Bearer {key}" if key else request.headers.get("authorization")
+    return await request.app.state.auth.project_for(authorization)
+
+
+async def get_message_batch_service(session: SessionDep, store: StoreDep, settings: SettingsDep) -> MessageBatchService:
+    return MessageBatchService(session, store, settings)
+
+
+AnthropicProjectDep = Annotated[str, Depends(get_anthropic_project)]
+MessageBatchServiceDep = Annotated[MessageBatchService, Depends(get_message_batch_service)]
+
+router = APIRouter(prefix=MESSAGE_BATCHES_PATH, tags=["message batches"], responses=ANTHROPIC_ERROR_RESPONSES)
+
+
+def _base_url(request: Request) -> str:
+    return str(request.base_url).rstrip("/")
+
+
+@router.post(
+    "", response_model=MessageBatch, openapi_extra=MESSAGE_BATCH_CREATE_OPENAPI, responses=CREATE_ERROR_RESPONSES
+)
+async def create_message_batch(
+    request: Request, project: AnthropicProjectDep, batches: MessageBatchServiceDep, session: SessionDep
+) -> MessageBatch:
+    """Create a Message Batch from `requests: [{custom_id, params}]`; it starts `in_progress`."""
+    batch = await batches.create(project, await request.body())
+
+    async def wake() -> None:
+        if request.app.state.worker is not None:  # none yet while the engines load
+            request.app.state.worker.wake(None)
+
+    after_commit(session, wake)
+    return to_message_batch(batch, _base_url(request))
+
+
+@router.get("", response_model=MessageBatchList)
+async def list_message_batches(
+    request: Request,
+    project: AnthropicProjectDep,
+    batches: MessageBatchServiceDep,
+    before_id: str | None = None,
+    after_id: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 20,
+) -> MessageBatchList:
+    """The project's Message Batches, newest first."""
+    # An empty cursor is no cursor.
+    page = await batches.list(project, limit=limit, after_id=after_id or None, before_id=before_id or None)
+    data = [to_message_batch(b, _base_url(request)) for b in page.items]
+    return MessageBatchList(
+        data=data,
+        has_more=page.has_more,
+        first_id=data[0].id if data else None,
+        last_id=data[-1].id if data else None,
+    )
+
+
+@router.get("/{message_batch_id}", response_model=MessageBatch)
+async def retrieve_message_batch(
+    request: Request, message_batch_id: str, project: AnthropicProjectDep, batches: MessageBatchServiceDep
+) -> MessageBatch:
+    return to_message_batch(await batches.get(project, message_batch_id), _base_url(request))
+
+
+@router.post("/{message_batch_id}/cancel", response_model=MessageBatch)
+async def cancel_message_batch(
+    request: Request,
+    message_batch_id: str,
+    project: AnthropicProjectDep,
+    batches: MessageBatchServiceDep,
+    session: SessionDep,
+) -> MessageBatch:
+    """`canceling` at once; `ended` once in-flight requests are stopped (the rest `canceled`)."""
+    batch = await batches.cancel(project, message_batch_id)
+
+    async def wake() -> None:
+        if request.app.state.worker is not None:
+            request.app.state.worker.wake(batch.id)
+
+    after_commit(session, wake)
+    return to_message_batch(batch, _base_url(request))
+
+
+@router.delete("/{message_batch_id}", response_model=DeletedMessageBatch)
+async def delete_message_batch(
+    message_batch_id: str, project: AnthropicProjectDep, batches: MessageBatchServiceDep
+) -> DeletedMessageBatch:
+    """Delete an ended Message Batch and its results."""
+    return DeletedMessageBatch(id=await batches.delete(project, message_batch_id))
+
+
+@router.get(
+    "/{message_batch_id}/results",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"application/x-jsonl": {}}, "description": "One result line per request"}},
+)
+async def message_batch_results(
+    message_batch_id: str, project: AnthropicProjectDep, batches: MessageBatchServiceDep
+) -> StreamingResponse:
+    """The results of an ended batch as JSONL, one line per request, streamed."""
+    return StreamingResponse(await batches.results(project, message_batch_id), media_type="application/x-jsonl")

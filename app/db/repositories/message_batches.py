@@ -1,0 +1,28 @@
+"""SQL for Message Batches: the batches made through Anthropic's API, listed both ways from a
+cursor (`after_id`: older, `before_id`: newer) and deleted once ended. They run as any batch
+does (repositories/batches.py)."""
+
+from __future__ import annotations
+
+from sqlalchemy import Select, delete
+
+from app.core.statuses import BATCH_API_ANTHROPIC
+from app.db.models import Batch
+from app.db.repositories.base import Page
+from app.db.repositories.batches import BatchRepository
+
+
+class MessageBatchRepository(BatchRepository):
+    def scoped(self, project: str) -> Select[Batch]:
+        return super().scoped(project).where(Batch.api == BATCH_API_ANTHROPIC)
+
+    async def page_before(self, project: str, *, before: str, limit: int) -> Page[Batch]:
+        """Up to `limit` batches newer than `before`, the nearest ones, newest first;
+        `has_more` says newer ones follow."""
+        page = await self.page(project, after=before, limit=limit, descending=False)
+        page.items.reverse()
+        return page
+
+    async def remove(self, batch: Batch) -> None:
+        """Forget the batch; its shards and checkpoint rows go with it (ON DELETE CASCADE)."""
+        await self.session.execute(delete(Batch).where(Batch.seq == batch.seq))

@@ -1,0 +1,62 @@
+"""A Message Batch's results: the batch's output and error lines (OpenAI's batch line format,
+which the worker writes for every batch) turned into Anthropic's result lines,
+``{"custom_id", "result": {"type": "succeeded" | "errored" | "canceled" | "expired", ...}}``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from app.core import jsonbody
+from app.core.anthropic_api import anthropic_error
+from app.pipeline.jsonl import split_lines
+
+# Error codes of lines that never ran (app/worker/finalize.py) and the result type they become.
+_NOT_RUN = {"batch_cancelled": "canceled", "batch_expired": "expired"}
+
+
+def anthropic_result(line: dict[str, Any]) -> dict[str, Any]:
+    """The result line of one output or error line."""
+    custom_id = line.get("custom_id")
+    response = line.get("response")
+    if isinstance(response, dict):
+        body = response.get("body")
+        status = response.get("status_code")
+        if status == 200:
+            return {"custom_id": custom_id, "result": {"type": "succeeded", "message": body}}
+        return {
+            "custom_id": custom_id,
+            "result": errored(int(status or 500), _message_of(body), response.get("request_id")),
+        }
+    error = line.get("error") or {}
+    kind = _NOT_RUN.get(str(error.get("code")))
+    if kind is not None:
+        return {"custom_id": custom_id, "result": {"type": kind}}
+    return {"custom_id": custom_id, "result": errored(500, str(error.get("message") or "The request did not finish."))}
+
+
+def errored(status_code: int, message: str, request_id: str | None = None) -> dict[str, Any]:
+    return {"type": "errored", "error": anthropic_error(status_code, message, request_id)}
+
+
+def _message_of(body: Any) -> str:
+    """The message of an error body, in OpenAI's envelope or Anthropic's (both nest `error`)."""
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return error["message"]
+    return "The request failed."
+
+
+async def converted_lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """Stream a batch result file as Anthropic result lines."""
+    async for _, raw in split_lines(chunks):
+        if raw.strip():
+            yield jsonbody.dumps(anthropic_result(jsonbody.loads(raw))).encode() + b"\n"
+
+
+async def same_result_lines(chunks: AsyncIterator[bytes], result: dict[str, Any]) -> AsyncIterator[bytes]:
+    """`result` for every request of the input file `chunks`: a batch that ended before it ran."""
+    async for _, raw in split_lines(chunks):
+        if raw.strip():
+            custom_id = jsonbody.loads(raw).get("custom_id")
+            yield jsonbody.dumps({"custom_id": custom_id, "result": result}).encode() + b"\n"
