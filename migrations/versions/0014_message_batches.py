@@ -1,7 +1,7 @@
 """message batches: which API a batch belongs to, and how many lines never ran
 
 Revision ID: 0014
-Revises: 0008
+Revises: 0010
 Create Date: 2026-11-25
 """
 
@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0014"
-down_revision = "0008"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 
