@@ -11,7 +11,9 @@ first attempt, B on its second, ... (the last act repeats). Acts: ``ok``, ``429`
 ``Retry-After: 1``), ``500``, ``503``, ``400`` (an error body), ``reset`` (the connection is
 dropped unanswered), ``stall`` (no answer for a minute), ``hold`` (no answer until the client
 goes away). ``GET /_stats`` returns counters, among them ``closed_in_flight``: requests whose
-client closed the connection before the answer.
+client closed the connection before the answer. ``GET /_log`` lists every answered request as
+``[started, finished, user]`` (wall-clock seconds and the body's ``user`` field), so a test can
+tell whose lines the fleet ran when.
 
     python -m harness.fake_upstream --port 9001 --port 9002 --delay-ms 200 --max-concurrency 32
 """
@@ -25,6 +27,7 @@ import os
 import resource
 import signal
 import sys
+import time
 from collections import Counter
 
 _STALL_S = 60.0
@@ -47,6 +50,7 @@ class FakeUpstream:
         self.stats: Counter[str] = Counter()
         self.attempts: Counter[str] = Counter()
         self.open_connections = 0
+        self.log: list[tuple[float, float, str]] = []
         self._models = json.dumps(
             {"object": "list", "data": [{"id": model, "object": "model", "created": 0, "owned_by": "fake"}]}
         ).encode()
@@ -88,6 +92,8 @@ class FakeUpstream:
         if method == "GET" and path == "/_stats":
             stats = {**self.stats, "open_connections": self.open_connections}
             return _write(writer, 200, json.dumps(stats).encode())
+        if method == "GET" and path == "/_log":
+            return _write(writer, 200, json.dumps(self.log).encode())
         if method != "POST" or path not in ("/v1/chat/completions", "/v1/embeddings"):
             return _write(writer, 404, b'{"error": {"message": "Not Found", "type": "NotFoundError"}}')
         request = json.loads(body)
@@ -120,10 +126,12 @@ class FakeUpstream:
             return _write(writer, status, json.dumps(message).encode(), headers)
         async with gate:
             self.stats["in_flight"] += 1
+            started = time.time()
             try:
                 await asyncio.sleep(self.delay_s)
             finally:
                 self.stats["in_flight"] -= 1
+            self.log.append((started, time.time(), str(request.get("user") or "")))
         return _write(writer, 200, _reply(path, request))
 
     def _act(self, request: dict) -> str:

@@ -15,6 +15,7 @@ from contextlib import suppress
 
 from app.core.metrics import record_lease_takeover
 from app.db.repositories.batches import BatchRepository, Claim
+from app.db.repositories.queue import QueueRepository
 from app.db.repositories.shards import ShardClaim, ShardRepository
 from app.worker.batch_run import BatchRun
 from app.worker.context import WorkerContext
@@ -36,10 +37,12 @@ class Worker:
         self._wake = asyncio.Event()
         # batch id -> its run and the task driving it (one-replica steps)
         self._batches: dict[str, tuple[BatchRun, asyncio.Task]] = {}
-        # shard id -> its run and task
+        # shard id -> its run and task, and its batch's project
         self._shards: dict[int, tuple[ShardRun, asyncio.Task]] = {}
+        self._shard_projects: dict[int, str] = {}
         self._retry_at: dict[str, float] = {}
         self._loop_task: asyncio.Task | None = None
+        self._schedule_task: asyncio.Task | None = None
         self._draining = False
 
     def wake(self, batch_id: str | None = None) -> None:
@@ -52,6 +55,7 @@ class Worker:
 
     def start(self) -> None:
         self._loop_task = asyncio.create_task(self._loop())
+        self._schedule_task = asyncio.create_task(self.ctx.schedule.run_forever())
 
     def drain(self) -> None:
         """Stop claiming and wind every run down (each checkpoints and releases its lease)."""
@@ -59,16 +63,16 @@ class Worker:
             return
         self._draining = True
         log.warning("draining: releasing %d shards and %d batches", len(self._shards), len(self._batches))
-        if self._loop_task is not None:
-            self._loop_task.cancel()
+        for loop in (self._loop_task, self._schedule_task):
+            if loop is not None:
+                loop.cancel()
         for _, task in [*self._batches.values(), *self._shards.values()]:
             task.cancel()
 
     async def stop(self) -> None:
         self.drain()
         tasks = [task for _, task in [*self._batches.values(), *self._shards.values()]]
-        if self._loop_task is not None:
-            tasks.append(self._loop_task)
+        tasks += [loop for loop in (self._loop_task, self._schedule_task) if loop is not None]
         await asyncio.gather(*tasks, return_exceptions=True)
 
     def _backing_off(self) -> list[str]:
@@ -85,28 +89,42 @@ class Worker:
             record_lease_takeover()
         return claim
 
-    async def _claim_shard(self) -> ShardClaim | None:
-        """Prefer a batch this replica runs nothing of yet, then one it runs fewer than
-        SHARDS_PER_BATCH shards of (batches share the engine, replicas share a batch); then any
-        shard another replica gave back or abandoned, so it resumes at once."""
+    async def _claim_shard(self, over_limit: bool) -> ShardClaim | None:
+        """The next shard in fair-share order (Schedule.claim_order), at most SHARDS_PER_BATCH of
+        one batch here (batches share the engine, replicas share a batch) unless it is a shard
+        another replica gave back or abandoned, so it resumes at once. `over_limit`: this replica
+        already runs its max_running_shards, so only a project that runs nothing here yet (or an
+        at-risk batch) may start, at once, rather than after some other project's shard ends."""
         running = Counter(run.claim.batch_id for run, _ in self._shards.values())
-        backing_off = self._backing_off()
-        running_here = list(running)
-        at_limit = [batch_id for batch_id, n in running.items() if n >= SHARDS_PER_BATCH]
-        tiers = [(running_here, False)]
-        if at_limit != running_here:  # else the second tier asks what the first just asked
-            tiers.append((at_limit, False))
-        if at_limit:  # else the second tier already covered every resumable shard
-            tiers.append(([], True))
-        for skip, resumed_only in tiers:
+        projects_here = set(self._shard_projects.values())
+        schedule = self.ctx.schedule
+        now = time.time()
+        async with self.ctx.db.read() as session:
+            queue = QueueRepository(session)
+            candidates = await queue.claimable(now, self._backing_off())
+            shards_running = await queue.running_shards(now)
+        for candidate in schedule.claim_order(candidates, shards_running, self.ctx.owner):
+            at_limit = running[candidate.batch_id] >= SHARDS_PER_BATCH
+            if at_limit and not candidate.resumed:
+                continue
+            newcomer = candidate.project not in projects_here or (
+                schedule.at_risk(candidate.batch_id) and not running[candidate.batch_id]
+            )
+            if over_limit and not newcomer:
+                continue
             async with self.ctx.db.write() as session:
                 claim = await ShardRepository(session).claim(
-                    self.ctx.owner, time.time(), self.ctx.settings.lease_seconds, skip + backing_off, resumed_only
+                    self.ctx.owner,
+                    time.time(),
+                    self.ctx.settings.lease_seconds,
+                    resumed_only=at_limit,
+                    batch_id=candidate.batch_id,
                 )
             if claim is not None:
                 if claim.taken_over:
                     record_lease_takeover()
                     log.info("took over %s shard %d from an expired lease", claim.batch_id, claim.shard_no)
+                self._shard_projects[claim.shard_id] = candidate.project
                 return claim
         return None
 
@@ -120,8 +138,9 @@ class Worker:
                         break
                     run = BatchRun(self.ctx, claim)
                     self._batches[claim.batch_id] = (run, asyncio.create_task(self._run(run, claim.batch_id)))
-                while len(self._shards) < settings.max_running_shards:
-                    shard = await self._claim_shard()
+                # Past max_running_shards only newcomers (see _claim_shard), up to twice as many.
+                while len(self._shards) < 2 * settings.max_running_shards:
+                    shard = await self._claim_shard(over_limit=len(self._shards) >= settings.max_running_shards)
                     if shard is None:
                         break
                     shard_run = ShardRun(self.ctx, shard)
@@ -148,6 +167,7 @@ class Worker:
         finally:
             if isinstance(run, ShardRun):
                 self._shards.pop(run.claim.shard_id, None)
+                self._shard_projects.pop(run.claim.shard_id, None)
             else:
                 self._batches.pop(batch_id, None)
             self.wake()

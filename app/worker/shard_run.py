@@ -15,6 +15,7 @@ from app.db.models import Batch
 from app.db.repositories.batches import BatchRepository
 from app.db.repositories.shards import ShardClaim, ShardRepository
 from app.pipeline.executor import LineExecutor
+from app.pipeline.fair_gate import Ticket
 from app.pipeline.jsonl import split_lines
 from app.pipeline.lines import InputLine, parse_input_line
 from app.pipeline.ordering import grouped_by_prefix
@@ -79,7 +80,8 @@ class ShardRun:
         model = batch.model
         assert model is not None, "validation names a running batch's model"
         checkpoint = Checkpoint(self.ctx.db, self.claim)
-        executor = LineExecutor(self.ctx.registry, self.ctx.window(model), self.ctx.gate(model), batch.id)
+        ticket = Ticket(batch.project, batch.id, float(batch.expires_at))
+        executor = LineExecutor(self.ctx.registry, self.ctx.window(model), self.ctx.gate(model), ticket)
         stop = asyncio.Event()
         monitor = asyncio.create_task(self._monitor(batch, checkpoint, stop))
         try:
