@@ -126,4 +126,32 @@ def at_risk_ids(views: Iterable[ProjectOutlook]) -> frozenset[str]:
     return frozenset(b.batch.id for view in views for b in view.batches if b.at_risk)
 
 
-__all__ = ["BatchOutlook", "ProjectOutlook", "RateMeter", "at_risk_ids", "average_rates", "outlook"]
+def local_weights(
+    weights: Mapping[str, float], placement: Mapping[str, set[str]], replica: str, rounds: int = 20
+) -> dict[str, float]:
+    """The weights one replica's engine gate should use so that each project's share of the
+    whole fleet, not of each replica, follows its weight, given which replicas run shards of
+    which projects (`placement`: project -> replicas). Replicas count as equal parts of the
+    fleet. Iterative proportional fitting: a project that gets less than its share overall gets
+    more weight wherever it runs, e.g. a project whose last shards run on one replica of two
+    takes up to all of that replica while the others run on the rest."""
+    replicas = sorted(set().union(*placement.values())) if placement else []
+    if replica not in replicas:
+        return dict(weights)
+    total = sum(weights.get(p, 1) for p in placement)
+    target = {p: weights.get(p, 1) / total for p in placement}
+    local = {(p, r): weights.get(p, 1) for p, where in placement.items() for r in where}
+    for _ in range(rounds):
+        got: dict[str, float] = defaultdict(float)
+        for r in replicas:
+            here = {p: w for (p, r2), w in local.items() if r2 == r}
+            whole = sum(here.values())
+            for p, w in here.items():
+                got[p] += w / whole / len(replicas)
+        local = {(p, r): w * target[p] / got[p] for (p, r), w in local.items()}
+    return {p: local[(p, r)] for (p, r) in local if r == replica} | {
+        p: w for p, w in weights.items() if p not in placement
+    }
+
+
+__all__ = ["BatchOutlook", "ProjectOutlook", "RateMeter", "at_risk_ids", "average_rates", "local_weights", "outlook"]

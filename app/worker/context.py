@@ -23,7 +23,7 @@ class WorkerContext:
     schedule: Schedule = field(init=False)
 
     def __post_init__(self) -> None:
-        self.schedule = Schedule(self.db)
+        self.schedule = Schedule(self.db, self.settings.replica_id)
 
     def gate(self, model: str) -> FairGate:
         """One admission gate per model, shared by every project using that model."""

@@ -26,9 +26,15 @@ log = logging.getLogger("batchd.worker")
 # Batches created through this replica wake the worker at once; the poll picks up work from
 # other replicas (their batches and shards, expired leases), so it need not be fast.
 IDLE_POLL_SECONDS = 1.0
-# A replica runs at most this many shards of one batch at once: two keep the engine busy
-# while one shard drains its last lines, and leave the rest of the batch to other replicas.
-SHARDS_PER_BATCH = 2
+# A replica runs at most this many shards of one batch at once: enough that the batch always
+# has lines waiting at the engine gate while some of its shards drain their last lines (else a
+# batch the gate puts first, by deadline or risk, cannot use its turn), and few enough to leave
+# the rest of the batch to other replicas.
+SHARDS_PER_BATCH = 4
+# Past max_running_shards a project may still start shards until it runs this many here: with
+# two, one starts while the other ends, so the project never leaves the engine gate's queue
+# (a project that does loses its turn to the others).
+SHARDS_PER_PROJECT = 2
 
 
 class Worker:
@@ -93,21 +99,22 @@ class Worker:
         """The next shard in fair-share order (Schedule.claim_order), at most SHARDS_PER_BATCH of
         one batch here (batches share the engine, replicas share a batch) unless it is a shard
         another replica gave back or abandoned, so it resumes at once. `over_limit`: this replica
-        already runs its max_running_shards, so only a project that runs nothing here yet (or an
-        at-risk batch) may start, at once, rather than after some other project's shard ends."""
+        already runs its max_running_shards, so only a project that runs fewer than
+        SHARDS_PER_PROJECT here (or an at-risk batch) may start, at once, rather than after some
+        other project's shard ends."""
         running = Counter(run.claim.batch_id for run, _ in self._shards.values())
-        projects_here = set(self._shard_projects.values())
+        projects_here = Counter(self._shard_projects.values())
         schedule = self.ctx.schedule
         now = time.time()
         async with self.ctx.db.read() as session:
             queue = QueueRepository(session)
             candidates = await queue.claimable(now, self._backing_off())
             shards_running = await queue.running_shards(now)
-        for candidate in schedule.claim_order(candidates, shards_running, self.ctx.owner):
+        for candidate in schedule.claim_order(candidates, shards_running):
             at_limit = running[candidate.batch_id] >= SHARDS_PER_BATCH
             if at_limit and not candidate.resumed:
                 continue
-            newcomer = candidate.project not in projects_here or (
+            newcomer = projects_here[candidate.project] < SHARDS_PER_PROJECT or (
                 schedule.at_risk(candidate.batch_id) and not running[candidate.batch_id]
             )
             if over_limit and not newcomer:
@@ -138,7 +145,7 @@ class Worker:
                         break
                     run = BatchRun(self.ctx, claim)
                     self._batches[claim.batch_id] = (run, asyncio.create_task(self._run(run, claim.batch_id)))
-                # Past max_running_shards only newcomers (see _claim_shard), up to twice as many.
+                # Past max_running_shards only projects short of shards here (see _claim_shard).
                 while len(self._shards) < 2 * settings.max_running_shards:
                     shard = await self._claim_shard(over_limit=len(self._shards) >= settings.max_running_shards)
                     if shard is None:

@@ -232,3 +232,34 @@ def test_projects_see_only_their_own_batches(browser, model_server, model_client
     assert theirs.id in [b.id for b in other.batches.list()]
     with pytest.raises(openai.NotFoundError):
         model_client.batches.retrieve(theirs.id)
+
+
+_TEXT_IN_PAGE = "const el = document.querySelector(arguments[0]); return el ? el.innerText : null;"
+
+
+def test_queue_page_shows_the_projects_running_batch_with_its_share(browser, model_client):
+    batch = create(
+        model_client, [chat_line(f"q-{i}", f"queue line {i}", max_tokens=64, ignore_eos=True) for i in range(300)]
+    )
+    try:
+        _go(browser, "/batches")
+        _click(browser, 'nav a[data-page="queue"]')
+        card = 'section.queue-project[data-project="proj-a"]'
+        # Read in one script each time: the page redraws every two seconds.
+        eventually(
+            lambda: browser.execute_script(
+                _TEXT_IN_PAGE, f'{card} tr[data-batch-id="{batch.id}"][data-at-risk="false"]'
+            ),
+            what="the batch on the queue page",
+        )
+        text = eventually(
+            lambda: (
+                (browser.execute_script(_TEXT_IN_PAGE, card) or "").find("share 100%") >= 0
+                and browser.execute_script(_TEXT_IN_PAGE, card)
+            ),
+            what="the project's whole share while it runs alone",
+        )
+        assert "weight 1" in text and "running" in text
+    finally:
+        model_client.batches.cancel(batch.id)
+        wait_for(model_client, batch.id)
