@@ -45,7 +45,7 @@ class Worker:
         self._batches: dict[str, tuple[BatchRun, asyncio.Task]] = {}
         # shard id -> its run and task, and its batch's project
         self._shards: dict[int, tuple[ShardRun, asyncio.Task]] = {}
-        self._shard_projects: dict[int, str] = {}
+        self._shard_projects: dict[int, tuple[str, int]] = {}  # shard id -> (project, deadline)
         self._retry_at: dict[str, float] = {}
         self._loop_task: asyncio.Task | None = None
         self._schedule_task: asyncio.Task | None = None
@@ -99,11 +99,15 @@ class Worker:
         """The next shard in fair-share order (Schedule.claim_order), at most SHARDS_PER_BATCH of
         one batch here (batches share the engine, replicas share a batch) unless it is a shard
         another replica gave back or abandoned, so it resumes at once. `over_limit`: this replica
-        already runs its max_running_shards, so only a project that runs fewer than
-        SHARDS_PER_PROJECT here (or an at-risk batch) may start, at once, rather than after some
-        other project's shard ends."""
+        already runs its max_running_shards, so only a shard that goes ahead of what runs here may
+        start, at once, rather than after some other shard ends: of a project that runs fewer
+        than SHARDS_PER_PROJECT here, or of a batch that runs fewer than that here and is at risk
+        or due before every batch of its project running here."""
         running = Counter(run.claim.batch_id for run, _ in self._shards.values())
-        projects_here = Counter(self._shard_projects.values())
+        projects_here = Counter(project for project, _ in self._shard_projects.values())
+        due_here: dict[str, int] = {}
+        for project, deadline in self._shard_projects.values():
+            due_here[project] = min(deadline, due_here.get(project, deadline))
         schedule = self.ctx.schedule
         now = time.time()
         async with self.ctx.db.read() as session:
@@ -114,10 +118,14 @@ class Worker:
             at_limit = running[candidate.batch_id] >= SHARDS_PER_BATCH
             if at_limit and not candidate.resumed:
                 continue
-            newcomer = projects_here[candidate.project] < SHARDS_PER_PROJECT or (
-                schedule.at_risk(candidate.batch_id) and not running[candidate.batch_id]
+            ahead = projects_here[candidate.project] < SHARDS_PER_PROJECT or (
+                running[candidate.batch_id] < SHARDS_PER_PROJECT
+                and (
+                    schedule.at_risk(candidate.batch_id)
+                    or candidate.expires_at < due_here.get(candidate.project, candidate.expires_at)
+                )
             )
-            if over_limit and not newcomer:
+            if over_limit and not ahead:
                 continue
             async with self.ctx.db.write() as session:
                 claim = await ShardRepository(session).claim(
@@ -131,7 +139,7 @@ class Worker:
                 if claim.taken_over:
                     record_lease_takeover()
                     log.info("took over %s shard %d from an expired lease", claim.batch_id, claim.shard_no)
-                self._shard_projects[claim.shard_id] = candidate.project
+                self._shard_projects[claim.shard_id] = (candidate.project, candidate.expires_at)
                 return claim
         return None
 
@@ -145,7 +153,7 @@ class Worker:
                         break
                     run = BatchRun(self.ctx, claim)
                     self._batches[claim.batch_id] = (run, asyncio.create_task(self._run(run, claim.batch_id)))
-                # Past max_running_shards only projects short of shards here (see _claim_shard).
+                # Past max_running_shards only shards that go ahead of those running (_claim_shard).
                 while len(self._shards) < 2 * settings.max_running_shards:
                     shard = await self._claim_shard(over_limit=len(self._shards) >= settings.max_running_shards)
                     if shard is None:
