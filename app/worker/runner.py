@@ -26,11 +26,13 @@ log = logging.getLogger("batchd.worker")
 # Batches created through this replica wake the worker at once; the poll picks up work from
 # other replicas (their batches and shards, expired leases), so it need not be fast.
 IDLE_POLL_SECONDS = 1.0
-# A replica runs at most this many shards of one batch at once: enough that the batch always
-# has lines waiting at the engine gate while some of its shards drain their last lines (else a
-# batch the gate puts first, by deadline or risk, cannot use its turn), and few enough to leave
-# the rest of the batch to other replicas.
-SHARDS_PER_BATCH = 4
+# A replica runs at most this many shards of one batch at once: two keep the engine busy
+# while one shard drains its last lines, and leave the rest of the batch to other replicas.
+SHARDS_PER_BATCH = 2
+# A batch that goes ahead of others here (at risk, or due before another batch of its project
+# running here) may run this many: the gates give it every slot they can, which its lines can
+# fill only if it always has some waiting while some of its shards drain their last lines.
+SHARDS_PER_URGENT_BATCH = 4
 # Past max_running_shards a project may still start shards until it runs this many here: with
 # two, one starts while the other ends, so the project never leaves the engine gate's queue
 # (a project that does loses its turn to the others).
@@ -97,17 +99,17 @@ class Worker:
 
     async def _claim_shard(self, over_limit: bool) -> ShardClaim | None:
         """The next shard in fair-share order (Schedule.claim_order), at most SHARDS_PER_BATCH of
-        one batch here (batches share the engine, replicas share a batch) unless it is a shard
-        another replica gave back or abandoned, so it resumes at once. `over_limit`: this replica
-        already runs its max_running_shards, so only a shard that goes ahead of what runs here may
-        start, at once, rather than after some other shard ends: of a project that runs fewer
-        than SHARDS_PER_PROJECT here, or of a batch that runs fewer than that here and is at risk
-        or due before every batch of its project running here."""
+        one batch here (batches share the engine, replicas share a batch; an urgent batch
+        SHARDS_PER_URGENT_BATCH) unless it is a shard another replica gave back or abandoned, so
+        it resumes at once. `over_limit`: this replica already runs its max_running_shards, so
+        only a shard that goes ahead of what runs here may start, at once, rather than after some
+        other shard ends: of a project that runs fewer than SHARDS_PER_PROJECT here, or of an
+        urgent batch that runs fewer than that here."""
         running = Counter(run.claim.batch_id for run, _ in self._shards.values())
         projects_here = Counter(project for project, _ in self._shard_projects.values())
-        due_here: dict[str, int] = {}
+        latest_here: dict[str, int] = {}  # the latest deadline among each project's shards here
         for project, deadline in self._shard_projects.values():
-            due_here[project] = min(deadline, due_here.get(project, deadline))
+            latest_here[project] = max(deadline, latest_here.get(project, deadline))
         schedule = self.ctx.schedule
         now = time.time()
         async with self.ctx.db.read() as session:
@@ -115,15 +117,15 @@ class Worker:
             candidates = await queue.claimable(now, self._backing_off())
             shards_running = await queue.running_shards(now)
         for candidate in schedule.claim_order(candidates, shards_running):
-            at_limit = running[candidate.batch_id] >= SHARDS_PER_BATCH
+            urgent = schedule.at_risk(candidate.batch_id) or candidate.expires_at < latest_here.get(
+                candidate.project, candidate.expires_at
+            )
+            limit = SHARDS_PER_URGENT_BATCH if urgent else SHARDS_PER_BATCH
+            at_limit = running[candidate.batch_id] >= limit
             if at_limit and not candidate.resumed:
                 continue
             ahead = projects_here[candidate.project] < SHARDS_PER_PROJECT or (
-                running[candidate.batch_id] < SHARDS_PER_PROJECT
-                and (
-                    schedule.at_risk(candidate.batch_id)
-                    or candidate.expires_at < due_here.get(candidate.project, candidate.expires_at)
-                )
+                urgent and running[candidate.batch_id] < SHARDS_PER_PROJECT
             )
             if over_limit and not ahead:
                 continue

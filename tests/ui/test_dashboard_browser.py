@@ -252,14 +252,16 @@ def test_queue_page_shows_the_projects_running_batch_with_its_share(browser, mod
             ),
             what="the batch on the queue page",
         )
+        # Queued until its first lines are done, then running with the whole share: it is alone.
         text = eventually(
             lambda: (
-                (browser.execute_script(_TEXT_IN_PAGE, card) or "").find("share 100%") >= 0
+                all(part in (browser.execute_script(_TEXT_IN_PAGE, card) or "") for part in ("share 100%", "running"))
                 and browser.execute_script(_TEXT_IN_PAGE, card)
             ),
-            what="the project's whole share while it runs alone",
+            what="the project's batch running with the whole share",
+            timeout=120,
         )
-        assert "weight 1" in text and "running" in text
+        assert "weight 1" in text
     finally:
         model_client.batches.cancel(batch.id)
         wait_for(model_client, batch.id)
