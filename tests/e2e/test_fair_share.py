@@ -2,7 +2,8 @@
 upstream fleet (2 URLs x 8 slots x 100 ms = 160 lines/s). Shares are read from the fleet's own
 request log (harness/tenancy.py), so they are what the fleet ran, wherever the lines ran. Shards
 of 100 lines make lines queue for shard slots and for each replica's engine gate, as in a busy
-deployment. The scenarios run one after the other on one cluster, each after the last drained."""
+deployment. The scenarios run one after the other on one cluster, each after the last drained
+(the deadline scenario on a one-replica cluster of its own)."""
 
 from __future__ import annotations
 
@@ -133,7 +134,7 @@ def test_an_earlier_deadline_in_the_same_project_finishes_first(one_replica):
 
 
 def test_an_at_risk_batch_runs_ahead_of_fair_share(cluster):
-    """At half the fleet team-b's short-window batch would need 9.4 s of its 9; at risk, it gets
+    """At half the fleet team-b's short-window batch would need all of its 10 s; at risk, it gets
     most of the fleet and completes in time, while the queue view, /metrics and the log say so."""
     a_batch = cluster.create("team-a", cluster.upload("team-a", "long", 1500)).id
     wait_until(lambda: any(tag.startswith("team-a/long") for *_, tag in cluster.log()), what="team-a running")
