@@ -16,6 +16,7 @@ import pytest
 from harness import postgres
 from harness.poll import wait_for_batch, wait_until
 from harness.tenancy import TenancyCluster, busy_fraction, in_flight, shares, span
+from tests.support.batches import read_lines
 
 PROJECTS = ("team-a", "team-b", "team-c", "team-d", "team-e")
 SHORT_WINDOW = "10s"
@@ -52,7 +53,8 @@ def _finish(cluster: TenancyCluster, project: str, batch_ids: list[str]) -> None
     client = cluster.client(project)
     for batch_id in batch_ids:
         batch = wait_for_batch(client, batch_id, timeout=120)
-        assert batch.status == "completed" and batch.request_counts.failed == 0, batch
+        errors = read_lines(client, batch.error_file_id)[:3]
+        assert batch.status == "completed" and batch.request_counts.failed == 0, (batch, errors)
 
 
 def _takes_the_whole_fleet(cluster: TenancyCluster, log, project: str, idle_from: float) -> None:
