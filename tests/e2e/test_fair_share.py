@@ -64,7 +64,7 @@ def _takes_the_whole_fleet(cluster: TenancyCluster, log, project: str, idle_from
 
 
 def test_three_projects_share_the_fleet_and_a_small_batch_is_not_stuck_behind(cluster):
-    a_files = [cluster.upload("team-a", f"a{n}", 200) for n in range(10)]
+    a_files = [cluster.upload("team-a", f"a{n}", 250) for n in range(10)]
     b_file = cluster.upload("team-b", "b0", 600, replica=1)
     c_file = cluster.upload("team-c", "c0", 30)
     a_batches = [cluster.create("team-a", f, replica=n % 2).id for n, f in enumerate(a_files)]
