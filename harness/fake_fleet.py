@@ -73,6 +73,10 @@ class FakeFleet:
         """The last message of each chat request received -> its ``priority`` (--record-priority)."""
         return httpx.get(f"http://127.0.0.1:{self.ports[0]}/_priorities", timeout=5).json()
 
+    def request_log(self) -> list[tuple[float, float, str]]:
+        """Every request the fleet answered: (started, finished, the body's `user`), all ports."""
+        return [tuple(entry) for entry in httpx.get(f"http://127.0.0.1:{self.ports[0]}/_log", timeout=30).json()]
+
     def kill(self) -> None:
         self.process.kill()
 

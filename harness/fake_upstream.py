@@ -11,7 +11,9 @@ first attempt, B on its second, ... (the last act repeats). Acts: ``ok``, ``429`
 ``Retry-After: 1``), ``500``, ``503``, ``400`` (an error body), ``reset`` (the connection is
 dropped unanswered), ``stall`` (no answer for a minute), ``hold`` (no answer until the client
 goes away). ``GET /_stats`` returns counters, among them ``closed_in_flight``: requests whose
-client closed the connection before the answer.
+client closed the connection before the answer. ``GET /_log`` lists every answered request as
+``[started, finished, user]`` (wall-clock seconds and the body's ``user`` field), so a test can
+tell whose lines the fleet ran when.
 
 Priority: with --record-priority, ``GET /_priorities`` maps the last message of every chat
 request received to its ``priority`` (null when it had none). With --reject-priority, a
@@ -30,6 +32,7 @@ import os
 import resource
 import signal
 import sys
+import time
 from collections import Counter
 
 _STALL_S = 60.0
@@ -62,6 +65,7 @@ class FakeUpstream:
         self.stats: Counter[str] = Counter()
         self.attempts: Counter[str] = Counter()
         self.open_connections = 0
+        self.log: list[tuple[float, float, str]] = []
         self._models = json.dumps(
             {"object": "list", "data": [{"id": model, "object": "model", "created": 0, "owned_by": "fake"}]}
         ).encode()
@@ -105,6 +109,8 @@ class FakeUpstream:
             return _write(writer, 200, json.dumps(stats).encode())
         if method == "GET" and path == "/_priorities":
             return _write(writer, 200, json.dumps(self.priorities).encode())
+        if method == "GET" and path == "/_log":
+            return _write(writer, 200, json.dumps(self.log).encode())
         if method != "POST" or path not in ("/v1/chat/completions", "/v1/embeddings"):
             return _write(writer, 404, b'{"error": {"message": "Not Found", "type": "NotFoundError"}}')
         request = json.loads(body)
@@ -150,10 +156,12 @@ class FakeUpstream:
             return _write(writer, status, json.dumps(message).encode(), headers)
         async with gate:
             self.stats["in_flight"] += 1
+            started = time.time()
             try:
                 await asyncio.sleep(self.delay_s)
             finally:
                 self.stats["in_flight"] -= 1
+            self.log.append((started, time.time(), str(request.get("user") or "")))
         return _write(writer, 200, _reply(path, request))
 
     def _act(self, request: dict) -> str:

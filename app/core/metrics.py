@@ -49,6 +49,12 @@ LINES_WAITING = Gauge(
     "batchd_lines_waiting", "Lines read and waiting for an engine slot.", ["model"], registry=REGISTRY
 )
 LINES_IN_FLIGHT = Gauge("batchd_lines_in_flight", "Lines running in the engine.", ["model"], registry=REGISTRY)
+BATCHES_AT_RISK = Gauge(
+    "batchd_batches_at_risk",
+    "Running batches projected to miss their deadline at their fair share (each replica's view).",
+    ["model"],
+    registry=REGISTRY,
+)
 ENGINE_UP = Gauge("batchd_engine_up", "1 while the model's engine is ready, 0 otherwise.", ["model"], registry=REGISTRY)
 UPLOAD_BYTES = Counter("batchd_upload_bytes", "Bytes of files stored by uploads.", registry=REGISTRY)
 HTTP_REQUESTS = Counter(
@@ -140,6 +146,17 @@ def record_webhook_delivery(delivered: bool) -> None:
 def set_batch_counts(counts: dict[BatchStatus, int]) -> None:
     for status in BatchStatus:
         BATCHES.labels(status).set(counts.get(status, 0))
+
+
+_at_risk_models: set[str] = set()
+
+
+def set_batches_at_risk(counts: dict[str, int]) -> None:
+    """Models absent from `counts` that had a series go back to zero."""
+    labels = {_model_label(model): count for model, count in counts.items()}
+    for model in _at_risk_models | set(labels):
+        BATCHES_AT_RISK.labels(model).set(labels.get(model, 0))
+    _at_risk_models.update(labels)
 
 
 def set_engines_up(states: dict[str, bool]) -> None:

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager, suppress
 
 from fastapi import APIRouter, Depends, FastAPI
 
-from app.api import anthropic_batches, batches, files, health, models, uploads, usage, webhooks
+from app.api import anthropic_batches, batches, files, health, models, queue, uploads, usage, webhooks
 from app.api import metrics as metrics_api
 from app.api.deps import get_project
 from app.background.model_publisher import publish_models_forever
@@ -125,6 +125,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     v1.include_router(models.router)
     v1.include_router(webhooks.router)
     v1.include_router(usage.router)
+    v1.include_router(queue.router)
     app.include_router(v1)
     app.include_router(anthropic_batches.router)
     app.include_router(health.router)

@@ -15,7 +15,7 @@ from app.core import metrics
 from app.core.ids import new_request_id
 from app.engine.protocol import LineRunner
 from app.engine.results import Usage
-from app.pipeline.fair_gate import FairGate
+from app.pipeline.fair_gate import FairGate, Ticket
 from app.pipeline.lines import InputLine, response_line
 
 log = logging.getLogger("batchd.executor")
@@ -34,13 +34,18 @@ OnOutcome = Callable[[LineOutcome], Awaitable[None]]
 
 class LineExecutor:
     def __init__(
-        self, engine: LineRunner, window: int, gate: FairGate | None = None, key: str = "", priority: int = 0
+        self,
+        engine: LineRunner,
+        window: int,
+        gate: FairGate | None = None,
+        ticket: Ticket | None = None,
+        priority: int = 0,
     ) -> None:
         self.engine = engine
         self.window = max(1, window)
-        # Shared by every batch on the same engine, which it admits in round-robin order.
+        # Shared by every batch on the same engine, which it admits by project share and deadline.
         self.gate = gate or FairGate(self.window)
-        self.key = key
+        self.ticket = ticket or Ticket()
         # Every line of the batch carries it to the engine (app.pipeline.priority).
         self.priority = priority
         self._in_flight: dict[asyncio.Task, str] = {}
@@ -49,7 +54,7 @@ class LineExecutor:
         request_id = new_request_id()
         task = asyncio.current_task()
         assert task is not None, "each line runs in a task of its own"
-        async with self.gate.slot(self.key):
+        async with self.gate.slot(self.ticket):
             self._in_flight[task] = request_id
             try:
                 with metrics.line_in_flight(line.body.get("model"), line.url):

@@ -10,6 +10,7 @@ from app.db.engine import Database
 from app.engine.protocol import Engines
 from app.pipeline.fair_gate import FairGate
 from app.storage.base import BlobStore
+from app.worker.schedule import Schedule
 
 
 @dataclass
@@ -19,11 +20,15 @@ class WorkerContext:
     registry: Engines
     settings: Settings
     gates: dict[str, FairGate] = field(default_factory=dict)
+    schedule: Schedule = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.schedule = Schedule(self.db, self.settings.replica_id)
 
     def gate(self, model: str) -> FairGate:
-        """One admission gate per model, shared by every batch using that model."""
+        """One admission gate per model, shared by every project using that model."""
         if model not in self.gates:
-            self.gates[model] = FairGate(self.window(model), name=model)
+            self.gates[model] = FairGate(self.window(model), name=model, policy=self.schedule)
         return self.gates[model]
 
     def window(self, model: str) -> int:

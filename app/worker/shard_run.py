@@ -17,6 +17,7 @@ from app.db.repositories.batches import BatchRepository
 from app.db.repositories.shards import ShardClaim, ShardRepository
 from app.db.repositories.usage import UsageKey
 from app.pipeline.executor import LineExecutor
+from app.pipeline.fair_gate import Ticket
 from app.pipeline.jsonl import split_lines
 from app.pipeline.lines import InputLine, parse_input_line
 from app.pipeline.ordering import grouped_by_prefix
@@ -83,11 +84,12 @@ class ShardRun:
         assert model is not None, "validation names a running batch's model"
         usage = UsageKey(batch.project, model, batch.id, usage_kind(batch.endpoint))
         checkpoint = Checkpoint(self.ctx.db, self.claim, usage)
+        ticket = Ticket(batch.project, batch.id, float(batch.expires_at))
         executor = LineExecutor(
             self.ctx.registry,
             self.ctx.window(model),
             self.ctx.gate(model),
-            batch.id,
+            ticket,
             deadline_priority(batch.expires_at),
         )
         stop = asyncio.Event()

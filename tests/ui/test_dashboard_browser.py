@@ -313,3 +313,36 @@ def test_usage_page_charts_tokens_per_project_for_admin_keys(browser, model_serv
     finally:
         browser.execute_script("sessionStorage.setItem('batchd.apiKey', arguments[0])", KEY)
         _go(browser, "/batches")
+
+
+_TEXT_IN_PAGE = "const el = document.querySelector(arguments[0]); return el ? el.innerText : null;"
+
+
+def test_queue_page_shows_the_projects_running_batch_with_its_share(browser, model_client):
+    batch = create(
+        model_client, [chat_line(f"q-{i}", f"queue line {i}", max_tokens=64, ignore_eos=True) for i in range(300)]
+    )
+    try:
+        _go(browser, "/batches")
+        _click(browser, 'nav a[data-page="queue"]')
+        card = 'section.queue-project[data-project="proj-a"]'
+        # Read in one script each time: the page redraws every two seconds.
+        eventually(
+            lambda: browser.execute_script(
+                _TEXT_IN_PAGE, f'{card} tr[data-batch-id="{batch.id}"][data-at-risk="false"]'
+            ),
+            what="the batch on the queue page",
+        )
+        # Queued until its first lines are done, then running with the whole share: it is alone.
+        text = eventually(
+            lambda: (
+                all(part in (browser.execute_script(_TEXT_IN_PAGE, card) or "") for part in ("share 100%", "running"))
+                and browser.execute_script(_TEXT_IN_PAGE, card)
+            ),
+            what="the project's batch running with the whole share",
+            timeout=120,
+        )
+        assert "weight 1" in text
+    finally:
+        model_client.batches.cancel(batch.id)
+        wait_for(model_client, batch.id)

@@ -72,11 +72,17 @@ class ShardRepository:
         await self.session.flush()
 
     async def claim(
-        self, owner: str, now: float, lease_seconds: float, skip_batches: Sequence[str], resumed_only: bool = False
+        self,
+        owner: str,
+        now: float,
+        lease_seconds: float,
+        skip_batches: Sequence[str] = (),
+        resumed_only: bool = False,
+        batch_id: str | None = None,
     ) -> ShardClaim | None:
-        """Take the first free shard (pending, or running under an expired lease) of the oldest
-        running batch not in `skip_batches`; with `resumed_only`, only a shard that some replica
-        started and gave back or abandoned."""
+        """Take the first free shard (pending, or running under an expired lease) of `batch_id`,
+        or else of the oldest running batch not in `skip_batches`; with `resumed_only`, only a
+        shard that some replica started and gave back or abandoned."""
         claimable = or_(
             BatchShard.status == ShardStatus.PENDING,
             and_(BatchShard.status == ShardStatus.RUNNING, BatchShard.lease_expires_at < now),
@@ -93,6 +99,8 @@ class ShardRepository:
         )
         if skip_batches:
             candidate = candidate.where(BatchShard.batch_id.not_in(list(skip_batches)))
+        if batch_id is not None:
+            candidate = candidate.where(BatchShard.batch_id == batch_id)
         result = await self.session.execute(
             update(BatchShard)
             .where(BatchShard.id == candidate.scalar_subquery())

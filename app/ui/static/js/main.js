@@ -1,4 +1,4 @@
-// Sign-in and the hash router (#/batches, #/batch/<id>, #/files, #/models, #/usage).
+// Sign-in and the hash router (#/batches, #/batch/<id>, #/files, #/models, #/queue, #/usage).
 
 import { api, clearKey, getKey, setKey } from "./api.js";
 import { batchPage } from "./batch.js";
@@ -6,6 +6,7 @@ import { batchesPage } from "./batches.js";
 import { h, replace } from "./dom.js";
 import { filesPage } from "./files.js";
 import { modelsPage } from "./models.js";
+import { queuePage } from "./queue.js";
 import { usagePage } from "./usage.js";
 
 const main = document.getElementById("main");
@@ -65,6 +66,7 @@ function route() {
   if (page === "batch" && parts[1]) batchPage(main, current, decodeURIComponent(parts[1]));
   else if (page === "files") filesPage(main, current, params);
   else if (page === "models") modelsPage(main, current, params);
+  else if (page === "queue") queuePage(main, current, params);
   else if (page === "usage") usagePage(main, current, params);
   else batchesPage(main, current, params);
 }

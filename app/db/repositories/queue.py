@@ -1,0 +1,103 @@
+"""Reads for scheduling across replicas: the batches waiting or running, which of them have a
+shard free to claim, and how many shards each project runs where (live leases only)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.statuses import BatchStatus, ShardStatus
+from app.db.models import Batch, BatchShard
+
+QUEUED_STATUSES = (BatchStatus.VALIDATING, BatchStatus.IN_PROGRESS)
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    id: str
+    project: str
+    model: str | None
+    status: str
+    completion_window: str
+    created_at: int
+    expires_at: int
+    in_progress_at: int | None
+    total: int
+    done: int  # completed + failed
+
+
+@dataclass(frozen=True)
+class Claimable:
+    """A running batch with at least one shard free to claim; `resumed` when one of them was
+    started before (given back or abandoned)."""
+
+    batch_id: str
+    project: str
+    expires_at: int
+    seq: int
+    resumed: bool
+
+
+class QueueRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def active(self, project: str | None = None) -> list[BatchProgress]:
+        """Batches validating or in progress (of one project, or all), oldest first."""
+        query = select(Batch).where(Batch.status.in_(QUEUED_STATUSES)).order_by(Batch.seq)
+        if project is not None:
+            query = query.where(Batch.project == project)
+        rows = (await self.session.execute(query)).scalars().all()
+        return [
+            BatchProgress(
+                b.id,
+                b.project,
+                b.model,
+                str(b.status),
+                b.completion_window,
+                b.created_at,
+                b.expires_at,
+                b.in_progress_at,
+                b.total,
+                b.completed + b.failed,
+            )
+            for b in rows
+        ]
+
+    async def claimable(self, now: float, skip_batches: Sequence[str]) -> list[Claimable]:
+        free = or_(
+            BatchShard.status == ShardStatus.PENDING,
+            and_(BatchShard.status == ShardStatus.RUNNING, BatchShard.lease_expires_at < now),
+        )
+        query = (
+            select(
+                Batch.id,
+                Batch.project,
+                Batch.expires_at,
+                Batch.seq,
+                func.max(BatchShard.started_at).is_not(None).label("resumed"),
+            )
+            .join(BatchShard, BatchShard.batch_id == Batch.id)
+            .where(Batch.status == BatchStatus.IN_PROGRESS, Batch.expires_at > now, free)
+            .group_by(Batch.id, Batch.project, Batch.expires_at, Batch.seq)
+        )
+        if skip_batches:
+            query = query.where(Batch.id.not_in(list(skip_batches)))
+        result = await self.session.execute(query)
+        return [Claimable(row.id, row.project, row.expires_at, row.seq, bool(row.resumed)) for row in result]
+
+    async def running_shards(self, now: float) -> list[tuple[str, str, int]]:
+        """(project, replica, shards) for every shard under a live lease."""
+        result = await self.session.execute(
+            select(Batch.project, BatchShard.lease_owner, func.count())
+            .join(Batch, Batch.id == BatchShard.batch_id)
+            .where(BatchShard.status == ShardStatus.RUNNING, BatchShard.lease_expires_at >= now)
+            .group_by(Batch.project, BatchShard.lease_owner)
+        )
+        return [(project, owner or "", int(count)) for project, owner, count in result]
+
+
+__all__ = ["BatchProgress", "Claimable", "QueueRepository"]
