@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Settings
 from app.core.errors import Forbidden
+from app.services.auth import Caller
 from app.services.batches import BatchService
 from app.services.files import FileService
 from app.services.unit_of_work import run_hooks
@@ -40,6 +41,11 @@ async def get_project(request: Request) -> str:
     return await request.app.state.auth.project_for(request.headers.get("authorization"))
 
 
+async def get_caller(request: Request) -> Caller:
+    """The caller's project and whether its key is an admin key."""
+    return await request.app.state.auth.caller_for(request.headers.get("authorization"))
+
+
 async def require_admin(request: Request) -> None:
     """Admin keys only (`batchd keys create --admin`); everyone in open mode."""
     caller = await request.app.state.auth.caller_for(request.headers.get("authorization"))
@@ -64,6 +70,7 @@ async def get_store(request: Request) -> BlobStore:
 # scope="function": commit before the response is sent, so a 200 means the data is stored.
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 ProjectDep = Annotated[str, Depends(get_project)]
+CallerDep = Annotated[Caller, Depends(get_caller)]
 AdminDep = Depends(require_admin)
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 StoreDep = Annotated[BlobStore, Depends(get_store)]

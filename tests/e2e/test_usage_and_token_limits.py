@@ -17,6 +17,7 @@ import pytest
 from harness import postgres
 from harness.client import openai_client
 from harness.fake_fleet import FakeFleet, upstream_config
+from harness.poll import wait_until
 from harness.server import BATCHD, ServerProcess
 from tests.conftest import API_KEYS_ENV
 from tests.support import db
@@ -246,6 +247,10 @@ def _token_limit_error(batch) -> dict:
     return {"code": error.code, "line": error.line, "param": error.param, "message": error.message}
 
 
+def _queued_batch_ids(client) -> set[str]:
+    return {b["id"] for p in client.get("/queue", cast_to=dict)["data"] for b in p["running"] + p["queued"]}
+
+
 def test_token_limit_applies_per_project_and_model(cluster):
     a, b = cluster.client(0, "key-list"), cluster.client(1, "key-batch-list")
     # 6 lines of 100 tokens: over the 500-token default on their own.
@@ -263,6 +268,15 @@ def test_token_limit_applies_per_project_and_model(cluster):
     # The same project's other model and another project's same model have their own room.
     other_model = create(a, _chat(3, "chat-a", "other-model", TEXT_100_TOKENS))
     other_project = create(b, _chat(3, "slow-chat", "other-project", TEXT_100_TOKENS))
+    # The queue view: a project's key sees its own project, an admin key every project.
+    admin = cluster.client(0, cluster.admin_key)
+    wait_until(
+        lambda: {slow.id, other_project.id} <= _queued_batch_ids(admin),
+        30,
+        "both projects' batches on the admin's queue",
+    )
+    assert {p["project"] for p in a.get("/queue", cast_to=dict)["data"]} == {"proj-list"}
+    assert other_project.id not in _queued_batch_ids(a)
     assert wait_for(a, other_model.id, timeout=60).status == "completed"
     assert wait_for(b, other_project.id, statuses={"in_progress", "completed"}, timeout=60).status != "failed"
 
