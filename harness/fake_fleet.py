@@ -65,6 +65,10 @@ class FakeFleet:
     def stats(self, port: int | None = None) -> dict:
         return httpx.get(f"http://127.0.0.1:{port or self.ports[0]}/_stats", timeout=5).json()
 
+    def stats_reset(self) -> None:
+        """Zero the counters and the first/last request times (every port: one process)."""
+        httpx.get(f"http://127.0.0.1:{self.ports[0]}/_stats/reset", timeout=5).raise_for_status()
+
     def kill(self) -> None:
         self.process.kill()
 

@@ -11,7 +11,9 @@ first attempt, B on its second, ... (the last act repeats). Acts: ``ok``, ``429`
 ``Retry-After: 1``), ``500``, ``503``, ``400`` (an error body), ``reset`` (the connection is
 dropped unanswered), ``stall`` (no answer for a minute), ``hold`` (no answer until the client
 goes away). ``GET /_stats`` returns counters, among them ``closed_in_flight``: requests whose
-client closed the connection before the answer.
+client closed the connection before the answer, and ``first_at`` / ``last_at``: the wall-clock
+times of the first request and the last answer (a benchmark's run as the fleet saw it).
+``GET /_stats/reset`` zeroes them all.
 
     python -m harness.fake_upstream --port 9001 --port 9002 --delay-ms 200 --max-concurrency 32
 """
@@ -25,6 +27,7 @@ import os
 import resource
 import signal
 import sys
+import time
 from collections import Counter
 
 _STALL_S = 60.0
@@ -47,6 +50,8 @@ class FakeUpstream:
         self.stats: Counter[str] = Counter()
         self.attempts: Counter[str] = Counter()
         self.open_connections = 0
+        self.first_at: float | None = None
+        self.last_at: float | None = None
         self._models = json.dumps(
             {"object": "list", "data": [{"id": model, "object": "model", "created": 0, "owned_by": "fake"}]}
         ).encode()
@@ -87,10 +92,17 @@ class FakeUpstream:
             return _write(writer, 200, self._models)
         if method == "GET" and path == "/_stats":
             stats = {**self.stats, "open_connections": self.open_connections}
+            stats.update(first_at=self.first_at, last_at=self.last_at)
             return _write(writer, 200, json.dumps(stats).encode())
+        if method == "GET" and path == "/_stats/reset":
+            self.stats.clear()
+            self.first_at = self.last_at = None
+            return _write(writer, 200, b"{}")
         if method != "POST" or path not in ("/v1/chat/completions", "/v1/embeddings"):
             return _write(writer, 404, b'{"error": {"message": "Not Found", "type": "NotFoundError"}}')
         request = json.loads(body)
+        if self.first_at is None:
+            self.first_at = time.time()
         self.stats["requests"] += 1
         act = self._act(request)
         self.stats[f"act_{act}"] += 1
@@ -124,6 +136,7 @@ class FakeUpstream:
                 await asyncio.sleep(self.delay_s)
             finally:
                 self.stats["in_flight"] -= 1
+        self.last_at = time.time()
         return _write(writer, 200, _reply(path, request))
 
     def _act(self, request: dict) -> str:
