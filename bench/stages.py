@@ -48,6 +48,10 @@ STAGES: list[tuple[str, Callable[[list[str]], bool]]] = [
 ]
 
 
+# Waits py-spy counts as busy (a thread blocked on a queue): not CPU, left out.
+IDLE_LEAVES = ("_connection_worker_thread (aiosqlite/core.py:59)", "_worker (concurrent/futures/thread.py:81)")
+
+
 def split(raw_lines: list[str]) -> dict:
     """Samples by stage (shares of all samples), and the top leaf functions."""
     by_stage: collections.Counter[str] = collections.Counter()
@@ -58,8 +62,11 @@ def split(raw_lines: list[str]) -> dict:
         if not count.isdigit() or not stack:
             continue
         n, frames = int(count), stack.split(";")
+        leaf = _short(frames[-1])
+        if leaf in IDLE_LEAVES:
+            continue
         total += n
-        leaves[_short(frames[-1])] += n
+        leaves[leaf] += n
         stage = next(name for name, rule in STAGES if rule(frames))
         by_stage[stage] += n
     if not total:
