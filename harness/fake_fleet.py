@@ -77,6 +77,10 @@ class FakeFleet:
         """Every request the fleet answered: (started, finished, the body's `user`), all ports."""
         return [tuple(entry) for entry in httpx.get(f"http://127.0.0.1:{self.ports[0]}/_log", timeout=30).json()]
 
+    def stats_reset(self) -> None:
+        """Zero the counters and the first/last request times (every port: one process)."""
+        httpx.get(f"http://127.0.0.1:{self.ports[0]}/_stats/reset", timeout=5).raise_for_status()
+
     def kill(self) -> None:
         self.process.kill()
 

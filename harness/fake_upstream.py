@@ -11,7 +11,9 @@ first attempt, B on its second, ... (the last act repeats). Acts: ``ok``, ``429`
 ``Retry-After: 1``), ``500``, ``503``, ``400`` (an error body), ``reset`` (the connection is
 dropped unanswered), ``stall`` (no answer for a minute), ``hold`` (no answer until the client
 goes away). ``GET /_stats`` returns counters, among them ``closed_in_flight``: requests whose
-client closed the connection before the answer. ``GET /_log`` lists every answered request as
+client closed the connection before the answer, and ``first_at`` / ``last_at``: the wall-clock
+times of the first request and the last answer (a benchmark's run as the fleet saw it).
+``GET /_stats/reset`` zeroes them all. ``GET /_log`` lists every answered request as
 ``[started, finished, user]`` (wall-clock seconds and the body's ``user`` field), so a test can
 tell whose lines the fleet ran when.
 
@@ -66,6 +68,8 @@ class FakeUpstream:
         self.attempts: Counter[str] = Counter()
         self.open_connections = 0
         self.log: list[tuple[float, float, str]] = []
+        self.first_at: float | None = None
+        self.last_at: float | None = None
         self._models = json.dumps(
             {"object": "list", "data": [{"id": model, "object": "model", "created": 0, "owned_by": "fake"}]}
         ).encode()
@@ -106,14 +110,21 @@ class FakeUpstream:
             return _write(writer, 200, self._models)
         if method == "GET" and path == "/_stats":
             stats = {**self.stats, "open_connections": self.open_connections}
+            stats.update(first_at=self.first_at, last_at=self.last_at)
             return _write(writer, 200, json.dumps(stats).encode())
         if method == "GET" and path == "/_priorities":
             return _write(writer, 200, json.dumps(self.priorities).encode())
         if method == "GET" and path == "/_log":
             return _write(writer, 200, json.dumps(self.log).encode())
+        if method == "GET" and path == "/_stats/reset":
+            self.stats.clear()
+            self.first_at = self.last_at = None
+            return _write(writer, 200, b"{}")
         if method != "POST" or path not in ("/v1/chat/completions", "/v1/embeddings"):
             return _write(writer, 404, b'{"error": {"message": "Not Found", "type": "NotFoundError"}}')
         request = json.loads(body)
+        if self.first_at is None:
+            self.first_at = time.time()
         self.stats["requests"] += 1
         priority = request.get("priority")
         if self.reject_priority and priority:
@@ -162,6 +173,7 @@ class FakeUpstream:
             finally:
                 self.stats["in_flight"] -= 1
             self.log.append((started, time.time(), str(request.get("user") or "")))
+        self.last_at = time.time()
         return _write(writer, 200, _reply(path, request))
 
     def _act(self, request: dict) -> str:

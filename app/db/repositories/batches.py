@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import and_, delete, exists, func, or_, select, update
+from sqlalchemy import Row, and_, delete, exists, func, or_, select, update
 
 from app.core.statuses import ACTIVE_BATCH_STATUSES, CANCELLABLE_BATCH_STATUSES, BatchStatus, ShardStatus
 from app.db.base import rowcount
@@ -160,16 +160,18 @@ class BatchRepository(ProjectScopedRepository[Batch]):
         """A finalized batch's checkpoint rows: its files hold them now."""
         await self.session.execute(delete(BatchLine).where(BatchLine.batch_id == batch_id))
 
-    async def stream_lines(self, batch_id: str) -> AsyncIterator[BatchLine]:
-        """Finished lines in input order, fetched in pages (never all in memory)."""
+    async def stream_lines(self, batch_id: str) -> AsyncIterator[Row[int, bool, str]]:
+        """Finished lines in input order (``line_no``, ``ok``, ``line``), fetched in pages
+        (never all in memory). Plain rows, not ORM objects: building an instance per line was a
+        few percent of a replica's CPU per line (W8)."""
         result = await self.session.stream(
-            select(BatchLine)
+            select(BatchLine.line_no, BatchLine.ok, BatchLine.line)
             .where(BatchLine.batch_id == batch_id)
             .order_by(BatchLine.line_no)
             .execution_options(yield_per=500)
         )
-        async for line in result.scalars():
-            yield line
+        async for row in result:
+            yield row
 
 
 __all__ = ["BatchRepository", "Claim", "LeaseLost", "LineRow"]

@@ -113,13 +113,21 @@ class TargetPool:
     def capacity(self) -> int:
         return sum(t.max_window for t in self.targets)
 
+    def try_acquire(self) -> Target | None:
+        """A URL with a slot reserved for the caller if one is free now and nobody queues before
+        it, without an await (the common case); else None: wait in :meth:`acquire`."""
+        if self._waiters:
+            return None
+        target = self._pick()
+        if target is not None:
+            target.outstanding += 1
+        return target
+
     async def acquire(self) -> Target:
         """A URL with a slot reserved for the caller; give it back with :meth:`release`."""
-        if not self._waiters:
-            target = self._pick()
-            if target is not None:
-                target.outstanding += 1
-                return target
+        target = self.try_acquire()
+        if target is not None:
+            return target
         loop = asyncio.get_running_loop()
         woken_before = False
         while True:

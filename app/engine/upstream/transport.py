@@ -154,12 +154,14 @@ async def _attempt(
     client: aiohttp.ClientSession, upstream: Upstream, path: str, sending: _Payloads, deadline: float
 ) -> tuple[int, dict]:
     pool, spec = upstream.pool, upstream.spec
-    remaining = deadline - time.monotonic()
-    try:
-        async with asyncio.timeout(max(remaining, 0.001)):
-            target = await pool.acquire()
-    except TimeoutError:
-        raise _Retryable("no upstream in rotation") from None
+    # A free slot needs no wait, so no deadline timer (a timer per line was 3% of W8's CPU).
+    target = pool.try_acquire()
+    if target is None:
+        try:
+            async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
+                target = await pool.acquire()
+        except TimeoutError:
+            raise _Retryable("no upstream in rotation") from None
     try:
         timeout = aiohttp.ClientTimeout(total=max(0.001, min(spec.timeout_s, deadline - time.monotonic())))
         data = sending.for_target(target)
