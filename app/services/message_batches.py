@@ -236,6 +236,16 @@ class MessageBatchService:
         batch = await self.get(project, batch_id)
         if batch.status not in TERMINAL_BATCH_STATUSES:
             raise InvalidRequest(f"Message Batch {batch_id} is still processing; its results are not ready.")
+        # Checked before the first byte: once streaming, a missing file could only cut the answer short.
+        sources = (
+            (batch.input_file_id,) if batch.in_progress_at is None else (batch.output_file_id, batch.error_file_id)
+        )
+        files = FileRepository(self.session)
+        for file_id in filter(None, sources):
+            if await files.get(batch.project, file_id) is None:
+                raise NotFound(
+                    f"The results of Message Batch {batch_id} are no longer available: its file {file_id} was deleted."
+                )
         return self._result_lines(batch)
 
     async def _result_lines(self, batch: Batch) -> AsyncIterator[bytes]:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
+
+from harness.poll import wait_until
 
 AUTH = {"Authorization": "Bearer key-a"}
 
@@ -96,3 +100,30 @@ def test_md5_null_is_the_same_as_leaving_it_out(server):
     )
     assert done.status_code == 200, done.text
     assert done.json()["status"] == "completed"
+
+
+def test_message_batch_results_whose_file_was_deleted_are_404_not_a_cut_stream(server):
+    """The stateful phase deleted a Message Batch's file through the Files API, then read its
+    results: the stream started, then broke off when the file was not there."""
+    headers = {"x-api-key": "key-a"}
+    params = {"model": "no-such-model", "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}
+    created = httpx.post(
+        f"{_root(server)}/v1/messages/batches",
+        headers=headers,
+        json={"requests": [{"custom_id": "a", "params": params}]},
+    )
+    assert created.status_code == 200, created.text
+    batch_id = created.json()["id"]
+    url = f"{_root(server)}/v1/messages/batches/{batch_id}"
+    wait_until(lambda: httpx.get(url, headers=headers).json()["processing_status"] == "ended", 60, "the batch to end")
+    before = httpx.get(f"{url}/results", headers=headers)
+    assert [line["custom_id"] for line in map(json.loads, before.text.splitlines())] == ["a"]
+
+    for file in httpx.get(f"{server.base_url}/files", headers=AUTH, params={"limit": 10000}).json()["data"]:
+        if file["filename"].startswith(batch_id) or file["id"] in before.text:
+            assert httpx.delete(f"{server.base_url}/files/{file['id']}", headers=AUTH).status_code == 200
+    after = httpx.get(f"{url}/results", headers=headers)
+    assert after.status_code == 404, after.text
+    assert (
+        after.json()["error"]["type"] == "not_found_error" and "no longer available" in after.json()["error"]["message"]
+    )
