@@ -7,14 +7,9 @@ from typing import Literal
 from pydantic import BaseModel
 
 
-class CompletionsUsageResult(BaseModel):
-    object: Literal["organization.usage.completions.result"] = "organization.usage.completions.result"
-    input_tokens: int
-    output_tokens: int
-    input_cached_tokens: int
-    input_audio_tokens: int = 0
-    output_audio_tokens: int = 0
-    num_model_requests: int
+class _UsageGroup(BaseModel):
+    """What a result is grouped by (null when not grouped by it)."""
+
     project_id: str | None = None
     user_id: str | None = None
     api_key_id: str | None = None
@@ -25,16 +20,20 @@ class CompletionsUsageResult(BaseModel):
     batch_id: str | None = None
 
 
-class EmbeddingsUsageResult(BaseModel):
+class CompletionsUsageResult(_UsageGroup):
+    object: Literal["organization.usage.completions.result"] = "organization.usage.completions.result"
+    input_tokens: int
+    output_tokens: int
+    input_cached_tokens: int
+    input_audio_tokens: int = 0
+    output_audio_tokens: int = 0
+    num_model_requests: int
+
+
+class EmbeddingsUsageResult(_UsageGroup):
     object: Literal["organization.usage.embeddings.result"] = "organization.usage.embeddings.result"
     input_tokens: int
     num_model_requests: int
-    project_id: str | None = None
-    user_id: str | None = None
-    api_key_id: str | None = None
-    model: str | None = None
-    batch: bool | None = None
-    batch_id: str | None = None
 
 
 class UsageBucket(BaseModel):

@@ -90,14 +90,6 @@ class BatchService:
             output_expires_after=output_expires_after,
             created_at=now,
             expires_at=now + windows[request.completion_window],
-            total=0,
-            completed=0,
-            failed=0,
-            input_tokens=0,
-            cached_tokens=0,
-            output_tokens=0,
-            reasoning_tokens=0,
-            fence=0,
         )
         return await self.repo.add(batch)
 

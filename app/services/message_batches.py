@@ -142,14 +142,6 @@ class MessageBatchService:
             created_at=now,
             expires_at=now + EXPIRY_SECONDS,
             total=len(requests),
-            completed=0,
-            failed=0,
-            unexecuted=0,
-            input_tokens=0,
-            cached_tokens=0,
-            output_tokens=0,
-            reasoning_tokens=0,
-            fence=0,
         )
         return await self.repo.add(batch)
 
