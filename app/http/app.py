@@ -12,7 +12,7 @@ from app.api import anthropic_batches, batches, files, health, models, queue, up
 from app.api import metrics as metrics_api
 from app.api.deps import get_project
 from app.background.model_publisher import publish_models_forever
-from app.background.sweeper import sweep_forever
+from app.background.sweeper import STALE_TEMP_SECONDS, sweep_forever
 from app.background.webhook_sender import WebhookSender
 from app.core.anthropic_api import MESSAGE_BATCHES_PATH
 from app.core.config import Settings
@@ -62,6 +62,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await migrate.upgrade(url)
         db = Database(url, sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms)
         store = open_store(settings)
+        # Before serving: this proves the store reachable (a missing bucket stops the server with a
+        # clear message, tests/storage/test_blob_store.py), besides clearing old temp files.
+        await store.sweep_temp(older_than_seconds=STALE_TEMP_SECONDS)
         auth = Authenticator(settings, db)
         if await auth.is_open_mode():
             log.warning(
