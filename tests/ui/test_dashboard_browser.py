@@ -193,16 +193,20 @@ def test_cancel_a_running_batch_from_its_page(browser, model_client):
     assert not browser.find_element(By.ID, "cancel-batch").is_displayed()
     # Lines/s counts the lines that ran until the cancel, not the never-run ones it failed.
     _go(browser, "/batches")
-    shown = eventually(lambda: _rate_shown(browser, batch.id), what="the cancelled batch's lines/s")
+    shown = _rate(eventually(lambda: _rate_text(browser, batch.id), what="the cancelled batch's lines/s"))
     elapsed = final.cancelling_at - final.in_progress_at
     if elapsed >= 1:
         assert shown == pytest.approx(final.request_counts.completed / elapsed, rel=0.01, abs=0.01), (shown, final)
 
 
-def _rate_shown(browser, batch_id: str) -> float | None:
+def _rate_text(browser, batch_id: str) -> str:
+    """The row's lines/s as shown, "" until the row is there (text, so that "0.00" is an answer)."""
     cells = browser.find_elements(By.CSS_SELECTOR, f'tr[data-batch-id="{batch_id}"] td')
-    text = cells[3].text.replace(",", "") if len(cells) > 3 else ""
-    return None if not text else float("nan") if text == "—" else float(text)
+    return cells[3].text.replace(",", "") if len(cells) > 3 else ""
+
+
+def _rate(text: str) -> float:
+    return float("nan") if text == "—" else float(text)
 
 
 def test_upload_by_picker_then_download_and_delete(browser, model_client, tmp_path, downloads):
