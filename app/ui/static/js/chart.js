@@ -25,17 +25,7 @@ export function throughputChart(points, note) {
   }
   const t0 = points[0].t;
   const t1 = Math.max(points[points.length - 1].t, t0 + 1);
-  const top = niceMax(Math.max(...points.map((p) => p.rate)));
-  const x = (t) => PAD.left + ((t - t0) / (t1 - t0)) * plotW;
-  const y = (v) => PAD.top + plotH - (v / top) * plotH;
-
-  for (const fraction of [0, 0.5, 1]) {
-    const v = top * fraction;
-    svg.append(
-      s("line", { class: "chart-grid", x1: PAD.left, x2: PAD.left + plotW, y1: y(v), y2: y(v) }),
-      s("text", { class: "chart-label", x: PAD.left - 6, y: y(v) + 4, "text-anchor": "end" }, fmtRate(v)),
-    );
-  }
+  const { x, y } = scales(svg, t0, t1, Math.max(...points.map((p) => p.rate)), fmtRate);
   const coords = points.map((p) => `${x(p.t).toFixed(1)},${y(p.rate).toFixed(1)}`);
   const base = PAD.top + plotH;
   svg.append(
@@ -46,6 +36,24 @@ export function throughputChart(points, note) {
     s("text", { class: "chart-label", x: PAD.left + plotW / 2, y: H - 8, "text-anchor": "middle" }, note || "lines/s"),
   );
   return svg;
+}
+
+/** The x (time) and y (value, from 0 to a round maximum) scales of the plot, with the value
+ *  grid lines and their labels (`fmt`) drawn on `svg`. */
+function scales(svg, t0, t1, maxValue, fmt) {
+  const plotW = W - PAD.left - PAD.right;
+  const plotH = H - PAD.top - PAD.bottom;
+  const top = niceMax(maxValue);
+  const x = (t) => PAD.left + ((t - t0) / (t1 - t0)) * plotW;
+  const y = (v) => PAD.top + plotH - (v / top) * plotH;
+  for (const fraction of [0, 0.5, 1]) {
+    const v = top * fraction;
+    svg.append(
+      s("line", { class: "chart-grid", x1: PAD.left, x2: PAD.left + plotW, y1: y(v), y2: y(v) }),
+      s("text", { class: "chart-label", x: PAD.left - 6, y: y(v) + 4, "text-anchor": "end" }, fmt(v)),
+    );
+  }
+  return { x, y };
 }
 
 function niceMax(value) {
@@ -73,16 +81,7 @@ export function seriesChart(series, note) {
   }
   const t0 = Math.min(...points.map((p) => p.t));
   const t1 = Math.max(Math.max(...points.map((p) => p.t)), t0 + 1);
-  const top = niceMax(Math.max(...points.map((p) => p.value)));
-  const x = (t) => PAD.left + ((t - t0) / (t1 - t0)) * plotW;
-  const y = (v) => PAD.top + plotH - (v / top) * plotH;
-  for (const fraction of [0, 0.5, 1]) {
-    const v = top * fraction;
-    svg.append(
-      s("line", { class: "chart-grid", x1: PAD.left, x2: PAD.left + plotW, y1: y(v), y2: y(v) }),
-      s("text", { class: "chart-label", x: PAD.left - 6, y: y(v) + 4, "text-anchor": "end" }, fmtCount(v)),
-    );
-  }
+  const { x, y } = scales(svg, t0, t1, Math.max(...points.map((p) => p.value)), fmtCount);
   series.forEach((line, i) => {
     const coords = line.points.map((p) => `${x(p.t).toFixed(1)},${y(p.value).toFixed(1)}`).join(" ");
     svg.append(s("polyline", { class: `chart-series chart-series-${i % SERIES_CLASSES}`, points: coords, "data-series": line.name }));
