@@ -122,8 +122,13 @@ def test_batches_list_newest_first_a_page_at_a_time(client, ended_batch):
         _wait_ended(client, batch_id)
 
 
+# Tens of seconds of work on the test model, so the batch is surely still running when the
+# cancel arrives (600 short requests could all finish between two polls on a quiet host).
+LONG_BATCH = 3000
+
+
 def test_cancel_mid_run_ends_with_finished_requests_succeeded_and_the_rest_canceled(client):
-    requests = [{"custom_id": f"c-{i}", "params": _params(i, max_tokens=32)} for i in range(600)]
+    requests = [{"custom_id": f"c-{i}", "params": _params(i, max_tokens=128)} for i in range(LONG_BATCH)]
     batch = client.messages.batches.create(requests=requests)
     wait_until(
         lambda: client.messages.batches.retrieve(batch.id).request_counts.succeeded >= 20,
@@ -136,9 +141,9 @@ def test_cancel_mid_run_ends_with_finished_requests_succeeded_and_the_rest_cance
     ended = _wait_ended(client, batch.id)
     counts = ended.request_counts
     assert counts.succeeded >= 20 and counts.canceled > 0 and counts.errored == 0
-    assert counts.succeeded + counts.canceled == 600 and counts.processing == 0
+    assert counts.succeeded + counts.canceled == LONG_BATCH and counts.processing == 0
     results = {r.custom_id: r.result.type for r in client.messages.batches.results(batch.id)}
-    assert len(results) == 600
+    assert len(results) == LONG_BATCH
     assert sorted(results.values()).count("succeeded") == counts.succeeded
     assert sorted(results.values()).count("canceled") == counts.canceled
     # Cancelling an ended batch answers the batch as it is.
