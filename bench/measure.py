@@ -32,6 +32,9 @@ class TreeRss:
         self.peak_total = 0
         self.times: list[float] = []
         self.totals: list[int] = []
+        # The main process's own CPU seconds (user + system, not its children's) at each sample:
+        # the front end's cost, apart from vLLM's engine core and workers.
+        self.main_cpu: list[float] = []
         self._peaks: dict[int, int] = {}
         self._names: dict[int, str] = {}
         self._compilers: set[int] = set()
@@ -69,6 +72,12 @@ class TreeRss:
         lo, hi = bisect.bisect_left(self.times, start), bisect.bisect_right(self.times, end)
         return max(self.totals[lo:hi], default=0)
 
+    def main_cpu_between(self, start: float, end: float) -> float | None:
+        """The main process's CPU seconds between the first sample at or after ``start`` and the
+        last at or before ``end`` (None without two such samples)."""
+        lo, hi = bisect.bisect_left(self.times, start), bisect.bisect_right(self.times, end) - 1
+        return round(self.main_cpu[hi] - self.main_cpu[lo], 3) if hi > lo else None
+
     def summary(self, window: tuple[float, float] | None = None) -> dict:
         """MB figures for a report: whole-run peak, optional window peak, per-process peaks."""
         out = {
@@ -79,6 +88,7 @@ class TreeRss:
         }
         if window is not None:
             out["peak_processing_mb"] = round(self.peak_between(*window) / MB, 1)
+            out["main_cpu_processing_s"] = self.main_cpu_between(*window)
         return out
 
     def _run(self) -> None:
@@ -102,6 +112,10 @@ class TreeRss:
             procs = [root, *root.children(recursive=True)]
         except psutil.NoSuchProcess:
             return False
+        try:
+            own = root.cpu_times()
+        except psutil.NoSuchProcess:
+            return False
         total = 0
         for proc in procs:
             try:
@@ -118,6 +132,7 @@ class TreeRss:
             self._peaks[proc.pid] = max(self._peaks.get(proc.pid, 0), rss)
         self.times.append(time.time())
         self.totals.append(total)
+        self.main_cpu.append(own.user + own.system)
         self.peak_total = max(self.peak_total, total)
         return True
 

@@ -102,6 +102,22 @@ _RUN_HEADER = (
 )
 
 
+def _main_cpu_ms_per_line(s: dict) -> float | None:
+    cpu = (s.get("rss") or {}).get("main_cpu_processing_s")
+    return 1000 * cpu / s["lines"] if cpu is not None and s["lines"] else None
+
+
+def _main_cpu_note(name: str, s: dict, peer: dict | None) -> list[str]:
+    """The main process's CPU per line while processing (the front end: everything but vLLM's
+    engine core and workers), and its ratio to the peer's in the same round."""
+    mine = _main_cpu_ms_per_line(s)
+    if mine is None:
+        return []
+    theirs = _main_cpu_ms_per_line(peer) if peer and peer.get("available") else None
+    ratio = f", {mine / theirs:.2f}x the peer's" if theirs and name != "peer" else ""
+    return [f"- {name}: main-process CPU while processing {mine:.3f} ms per line{ratio}."]
+
+
 def _rounds(rounds: int) -> str:
     if rounds <= 1:
         return ""
@@ -133,6 +149,7 @@ def _run_table(run: dict) -> str:
         )
         if s["error"]:
             notes.append(f"- {name}: {_first_line(s['error'])}")
+        notes.extend(_main_cpu_note(name, s, run["systems"].get("peer")))
         if len(s.get("round_lines_per_s") or []) > 1:
             notes.append(
                 f"- {name}: lines/s by round "
