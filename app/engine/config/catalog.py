@@ -79,7 +79,7 @@ def resolve_model_specs(
     :mod:`app.engine.config.specs`) into the list of models to serve, in a stable order.
     Upstream-backed models come back as :class:`UpstreamSpec`."""
     builtins = {spec.name: spec for spec in builtin_model_specs(data_dir)}
-    known = {**builtins, **{spec.name: spec for spec in on_request_model_specs(data_dir)}}
+    nameable = {**builtins, **{spec.name: spec for spec in on_request_model_specs(data_dir)}}
     options = load_model_config(config)
 
     specs: dict[str, ModelSpec | UpstreamSpec] = {}
@@ -95,9 +95,9 @@ def resolve_model_specs(
                 # One model behind several servers: repeat the flag.
                 specs[name] = merge_urls(known, spec)
                 continue
-        elif path in known:
+        elif path in nameable:
             # A built-in, possibly under another served name (`chat=batchd-tiny-chat`).
-            spec = replace(known[path], name=name)
+            spec = replace(nameable[path], name=name)
         else:
             spec = ModelSpec(name=name, path=path)
         if spec.name in specs:
@@ -105,7 +105,7 @@ def resolve_model_specs(
         specs[spec.name] = spec
 
     for name, opts in options.items():
-        specs[name] = _apply_options(name, opts, specs.get(name) or known.get(name))
+        specs[name] = _apply_options(name, opts, specs.get(name) or nameable.get(name))
 
     return list(specs.values()) if specs else list(builtins.values())
 
