@@ -6,13 +6,19 @@ before it is held in memory: a ``data:`` URL is measured before it is decoded, a
 streamed and stopped at the limit. Every failure is an :class:`AudioFetchError`, which the
 engines turn into that line's 400 (:func:`fetch_error_reply`), never a failed batch.
 
+Memory stays bounded: at most ``BATCHD_AUDIO_MAX_IN_FLIGHT`` lines of a process hold audio
+at once (:func:`audio_slot`, taken before the download and kept until the line is answered), so
+audio never takes more than that many times the size limit, whatever the engine's window.
+
 Settings (environment, read when a line runs, so ``batchd run-batch`` honours them too):
-``BATCHD_AUDIO_MAX_BYTES`` (default 25 MB, OpenAI's limit for an audio file) and
-``BATCHD_AUDIO_FETCH_TIMEOUT_S`` (default 30 s for one download). No vLLM here.
+``BATCHD_AUDIO_MAX_BYTES`` (default 25 MB, OpenAI's limit for an audio file),
+``BATCHD_AUDIO_FETCH_TIMEOUT_S`` (default 30 s for one download) and
+``BATCHD_AUDIO_MAX_IN_FLIGHT`` (default 16). No vLLM here.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import os
@@ -27,10 +33,26 @@ MAX_BYTES_SETTING = "BATCHD_AUDIO_MAX_BYTES"
 TIMEOUT_SETTING = "BATCHD_AUDIO_FETCH_TIMEOUT_S"
 DEFAULT_MAX_BYTES = 25 * 1024 * 1024
 DEFAULT_TIMEOUT_S = 30.0
+IN_FLIGHT_SETTING = "BATCHD_AUDIO_MAX_IN_FLIGHT"
+DEFAULT_IN_FLIGHT = 16
+
+# One per event loop (a process runs its lines on one loop; tests may run several in turn).
+_slots: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
 
 
 class AudioFetchError(Exception):
     """``file_url`` could not be turned into audio bytes (the message says why)."""
+
+
+def audio_slot() -> asyncio.Semaphore:
+    """Hold it while a line's audio is in memory (download, decode, inference)."""
+    loop = asyncio.get_running_loop()
+    slot = _slots.get(loop)
+    if slot is None:
+        for stale in [known for known in _slots if known.is_closed()]:
+            del _slots[stale]
+        slot = _slots[loop] = asyncio.Semaphore(_setting(IN_FLIGHT_SETTING, DEFAULT_IN_FLIGHT, int))
+    return slot
 
 
 def max_audio_bytes() -> int:

@@ -19,9 +19,10 @@ import pytest
 
 from app.engine.config.tiny_whisper import TINY_WHISPER_NAME, build_tiny_whisper_model
 from harness.client import openai_client
+from harness.poll import wait_until
 from harness.ports import free_port
 from harness.process import ManagedProcess
-from harness.server import BATCHD
+from harness.server import BATCHD, ServerProcess
 from tests.conftest import API_KEYS_ENV
 from tests.support import head_start
 from tests.support.batches import create, jsonl, results_by_custom_id, wait_for
@@ -109,9 +110,6 @@ def _launch(work_dir: Path) -> list[VllmServer]:
 
 head_start.register(__file__, "vllm-whisper", _launch)
 
-# Response bodies, not storage: the SQLite server suffices.
-sqlite_only = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
-
 
 @pytest.fixture(scope="module")
 def files_url():
@@ -123,20 +121,26 @@ def files_url():
 
 @pytest.fixture(scope="module")
 def vllm_whisper(head_starts):
+    """The head-started `vllm serve`, not yet waited for (see `ready_whisper`)."""
     (server,) = head_starts.take("vllm-whisper")
     try:
-        yield server.wait()
+        yield server
     finally:
         server.stop()
 
 
 @pytest.fixture(scope="module")
-def want(vllm_whisper) -> dict[str, dict]:
+def ready_whisper(vllm_whisper):
+    return vllm_whisper.wait()
+
+
+@pytest.fixture(scope="module")
+def want(ready_whisper) -> dict[str, dict]:
     """`vllm serve`'s own answer to the 1 s tone, by endpoint (multipart, as the OpenAI client sends)."""
     answers = {}
     for endpoint, settings in SETTINGS.items():
         response = httpx.post(
-            vllm_whisper.url + endpoint.removeprefix("/v1"),
+            ready_whisper.url + endpoint.removeprefix("/v1"),
             data={"model": TINY_WHISPER_NAME, **{k: str(v) for k, v in settings.items()}},
             files={"file": ("tone.wav", FILES["/tone.wav"], "audio/wav")},
             timeout=120,
@@ -190,9 +194,10 @@ def run_batch(tmp_path_factory, files_url):
 
 
 @pytest.fixture(scope="module")
-def batchd(start_server, tmp_path_factory, run_batch, vllm_whisper):
-    """The tiny Whisper in process, and the `vllm serve` one as an upstream model (run-batch is
-    launched first: its engine starts while `vllm serve` finishes its own)."""
+def batchd(tmp_path_factory, run_batch, vllm_whisper):
+    """The tiny Whisper in process, and the `vllm serve` one as an upstream model. Three engines
+    start side by side (run-batch's, this server's, `vllm serve`'s): most of a start is a
+    single-threaded import chain, so on 2 cores each uses what the others leave idle."""
     config = tmp_path_factory.mktemp("audio-config") / "models.json"
     config.write_text(
         json.dumps(
@@ -210,11 +215,21 @@ def batchd(start_server, tmp_path_factory, run_batch, vllm_whisper):
             }
         )
     )
-    return start_server(
-        {"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_AUDIO_MAX_BYTES": str(MAX_BYTES)},
+    # Launched before the upstream answers: batchd keeps probing a URL until it does.
+    server = ServerProcess(
+        tmp_path_factory.mktemp("audio-batchd"),
+        env={"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_AUDIO_MAX_BYTES": str(MAX_BYTES)},
         models=True,
         args=["--model", TINY_WHISPER_NAME, "--config", str(config)],
-    )
+    ).launch()
+    try:
+        vllm_whisper.wait()
+        server.wait_healthy(600)
+        # batchd probes a down URL every few seconds: wait until it has seen this one up.
+        wait_until(lambda: '"up"' in httpx.get(server.base_url.removesuffix("/v1") + "/health").text, 60, "upstream up")
+        yield server
+    finally:
+        server.stop()
 
 
 def assert_results(results: dict[str, dict], kind: str, want: dict) -> None:
@@ -230,7 +245,6 @@ def assert_results(results: dict[str, dict], kind: str, want: dict) -> None:
         assert reason in error["message"], error
 
 
-@sqlite_only
 def test_audio_batches_in_process_and_upstream(batchd, files_url, want):
     client = openai_client(batchd.base_url, "key-a")
     batches = {
@@ -255,7 +269,6 @@ def test_audio_lines_in_run_batch(run_batch, want):
     assert f"ok {2 * len(GOOD)}, failed {2 * len(BAD)}" in stderr
 
 
-@sqlite_only
 def test_a_bad_file_url_fails_validation(batchd):
     client = openai_client(batchd.base_url, "key-a")
     line = {"model": TINY_WHISPER_NAME, "file_url": "ftp://example.com/a.wav"}

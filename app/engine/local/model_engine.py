@@ -42,7 +42,7 @@ from app.core.endpoints import (
     TRANSCRIPTIONS,
     TRANSLATIONS,
 )
-from app.engine.audio import AudioFetchError, fetch_audio, fetch_error_reply
+from app.engine.audio import AudioFetchError, audio_slot, fetch_audio, fetch_error_reply
 from app.engine.config.specs import ModelSpec
 from app.engine.local.requests import parse_request
 from app.engine.prompt_tokens import estimate_all, prompt_parts
@@ -255,10 +255,15 @@ async def _messages_reply(handler: Any, request: Any) -> Reply:
 async def _speech_reply(handler: Any, endpoint: str, request: Any) -> Reply:
     """A run-batch audio line as vLLM run-batch answers it: ``file_url`` fetched (within
     batchd's size limit), then the route's request with the bytes as its ``file``."""
-    try:
-        audio = await fetch_audio(request.file_url)
-    except AudioFetchError as exc:
-        return fetch_error_reply(endpoint, exc)
+    async with audio_slot():
+        try:
+            audio = await fetch_audio(request.file_url)
+        except AudioFetchError as exc:
+            return fetch_error_reply(endpoint, exc)
+        return await _speech_run(handler, endpoint, request, audio)
+
+
+async def _speech_run(handler: Any, endpoint: str, request: Any, audio: bytes) -> Reply:
     fields = request.model_dump(exclude={"file_url"})
     fields["file"] = UploadFile(file=BytesIO(audio), filename="audio.bin")
     if endpoint == TRANSLATIONS:

@@ -17,7 +17,7 @@ import aiohttp
 import orjson
 
 from app.core.endpoints import AUDIO_ENDPOINTS, normalize_endpoint
-from app.engine.audio import AudioFetchError, fetch_audio, fetch_error_reply
+from app.engine.audio import AudioFetchError, audio_slot, fetch_audio, fetch_error_reply
 from app.engine.config.upstream import UpstreamSpec
 from app.engine.errors import EngineNotReadyError, ModelConfigError, RequestAborted
 from app.engine.inflight import InflightRequests
@@ -246,13 +246,15 @@ async def _send_audio(
 ) -> tuple[int, dict]:
     """An audio line: its ``file_url`` fetched here, then sent as the route's multipart form
     (vLLM's audio routes take no ``file_url``)."""
-    try:
-        audio = await fetch_audio(str(body.get("file_url")))
-    except AudioFetchError as exc:
-        return fetch_error_reply(endpoint, exc)
-    payload, content_type = audio_form(body, audio)
-    with_form = replace(upstream, headers={**upstream.headers, "content-type": content_type})
-    return await send(client, with_form, endpoint, payload)
+    async with audio_slot():
+        try:
+            audio = await fetch_audio(str(body.get("file_url")))
+        except AudioFetchError as exc:
+            return fetch_error_reply(endpoint, exc)
+        payload, content_type = audio_form(body, audio)
+        del audio  # the form holds its own copy
+        with_form = replace(upstream, headers={**upstream.headers, "content-type": content_type})
+        return await send(client, with_form, endpoint, payload)
 
 
 def _pooled_client() -> aiohttp.ClientSession:
