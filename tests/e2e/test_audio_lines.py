@@ -33,8 +33,10 @@ TRANSCRIPTIONS, TRANSLATIONS = "/v1/audio/transcriptions", "/v1/audio/translatio
 UPSTREAM = "whisper-upstream"
 # The server's and run-batch's BATCHD_AUDIO_MAX_BYTES: the 1 s tone fits, the 4 s one does not.
 MAX_BYTES = 100_000
-# Each line's decoding settings: the language skips Whisper's detection pass.
-SETTINGS = {TRANSCRIPTIONS: {"language": "en", "temperature": 0}, TRANSLATIONS: {"language": "fr", "temperature": 0}}
+# Each line's decoding settings: the language skips Whisper's detection pass, and a short
+# answer is as telling as the ~440 tokens the random weights would babble.
+DECODE = {"temperature": 0, "max_completion_tokens": 24}
+SETTINGS = {TRANSCRIPTIONS: {"language": "en", **DECODE}, TRANSLATIONS: {"language": "fr", **DECODE}}
 # The response bodies of the good lines (custom_id prefixes) and the error lines' reasons.
 GOOD = ("data", "http")
 BAD = {
