@@ -15,11 +15,15 @@ EMBEDDINGS = "/v1/embeddings"
 SCORE = "/v1/score"
 RERANK = "/v1/rerank"
 RESPONSES = "/v1/responses"
+# Speech to text, as vLLM serves it; a batch line names its audio with `file_url` (vLLM
+# run-batch's format), never an uploaded `file`.
+TRANSCRIPTIONS = "/v1/audio/transcriptions"
+TRANSLATIONS = "/v1/audio/translations"
 # Anthropic's Messages API, as vLLM serves it; the lines of Message Batches.
 MESSAGES = "/v1/messages"
 
 ALL_ENDPOINTS: frozenset[str] = frozenset(
-    {CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, SCORE, RERANK, RESPONSES, MESSAGES}
+    {CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, SCORE, RERANK, RESPONSES, MESSAGES, TRANSCRIPTIONS, TRANSLATIONS}
 )
 
 # What an OpenAI batch (`/v1/batches`) may name as its endpoint; Message Batches alone run MESSAGES.
@@ -30,6 +34,7 @@ OPENAI_BATCH_ENDPOINTS: frozenset[str] = ALL_ENDPOINTS - {MESSAGES}
 GENERATE_ENDPOINTS: frozenset[str] = frozenset({CHAT_COMPLETIONS, COMPLETIONS, RESPONSES, MESSAGES})
 EMBED_ENDPOINTS: frozenset[str] = frozenset({EMBEDDINGS})
 SCORING_ENDPOINTS: frozenset[str] = frozenset({SCORE, RERANK})
+AUDIO_ENDPOINTS: frozenset[str] = frozenset({TRANSCRIPTIONS, TRANSLATIONS})
 
 
 def normalize_endpoint(url: str) -> str | None:

@@ -1,12 +1,14 @@
 """The engine-independent checks of a batch line, shared by in-process and upstream models:
-a known endpoint, an object body, a served model that serves that endpoint, no streaming."""
+a known endpoint, an object body, a served model that serves that endpoint, no streaming, and
+for audio lines a ``file_url`` batchd can fetch."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from app.core.endpoints import ALL_ENDPOINTS, normalize_endpoint
+from app.core.endpoints import ALL_ENDPOINTS, AUDIO_ENDPOINTS, normalize_endpoint
+from app.engine.audio import file_url_problem
 from app.engine.results import (
     INVALID_REQUEST,
     INVALID_URL,
@@ -58,4 +60,6 @@ def common_line_problem(
             "Streaming is not supported in batch requests; omit stream or set it to false.",
             "body.stream",
         ), canonical
+    if canonical in AUDIO_ENDPOINTS and (found := file_url_problem(body)) is not None:
+        return LineProblem(INVALID_REQUEST, found[1], found[0]), canonical
     return None, canonical

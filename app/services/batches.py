@@ -16,6 +16,8 @@ from app.core.endpoints import (
     RERANK,
     RESPONSES,
     SCORE,
+    TRANSCRIPTIONS,
+    TRANSLATIONS,
     normalize_endpoint,
 )
 from app.core.errors import Conflict, InvalidRequest, MissingParameter, NotFound
@@ -27,7 +29,7 @@ from app.db.repositories.files import FileRepository
 from app.schemas.batches import BatchCreateRequest
 from app.services.quotas import check_batch_create
 
-BATCH_ENDPOINTS = (CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, SCORE, RERANK, RESPONSES)
+BATCH_ENDPOINTS = (CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, SCORE, RERANK, RESPONSES, TRANSCRIPTIONS, TRANSLATIONS)
 MAX_METADATA_PAIRS = 16
 MAX_METADATA_KEY = 64
 MAX_METADATA_VALUE = 512

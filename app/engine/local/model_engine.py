@@ -11,12 +11,13 @@ import copy
 import threading
 from collections.abc import Sequence
 from http import HTTPStatus
+from io import BytesIO
 from types import SimpleNamespace
 from typing import Any
 
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
-from starlette.datastructures import State
+from starlette.datastructures import State, UploadFile
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from vllm.entrypoints.anthropic.protocol import AnthropicError, AnthropicErrorResponse
 from vllm.entrypoints.serve import create_error_response
@@ -24,6 +25,8 @@ from vllm.entrypoints.serve.engine.protocol import ErrorResponse
 from vllm.entrypoints.serve.exception_handling.handlers.validation import (
     validation_exception_handler,
 )
+from vllm.entrypoints.speech_to_text.transcription.protocol import TranscriptionRequest
+from vllm.entrypoints.speech_to_text.translation.protocol import TranslationRequest
 from vllm.v1.engine.async_llm import AsyncLLM
 from vllm.v1.engine.exceptions import EngineDeadError as VllmEngineDeadError
 
@@ -36,7 +39,10 @@ from app.core.endpoints import (
     RERANK,
     RESPONSES,
     SCORE,
+    TRANSCRIPTIONS,
+    TRANSLATIONS,
 )
+from app.engine.audio import AudioFetchError, audio_slot, fetch_audio, fetch_error_reply
 from app.engine.config.specs import ModelSpec
 from app.engine.local.requests import parse_request
 from app.engine.prompt_tokens import estimate_all, prompt_parts
@@ -50,6 +56,8 @@ _HANDLER_ATTRS: dict[str, str] = {
     SCORE: "serving_scores",
     RERANK: "serving_scores",
     MESSAGES: "anthropic_serving_messages",
+    TRANSCRIPTIONS: "openai_serving_transcription",
+    TRANSLATIONS: "openai_serving_translation",
 }
 
 Reply = tuple[int, dict[str, Any]]
@@ -144,6 +152,8 @@ class ModelEngine:
             result = await handler.create_responses(request, None)
         elif endpoint == MESSAGES:
             return await _messages_reply(handler, request)
+        elif endpoint in (TRANSCRIPTIONS, TRANSLATIONS):
+            return await _speech_reply(handler, endpoint, request)
         else:
             # Pooling handlers return a finished HTTP response and raise on error.
             return _response_reply(await handler(request, None))
@@ -240,6 +250,32 @@ async def _messages_reply(handler: Any, request: Any) -> Reply:
         await _close_stream(result)
         raise ValueError("The handler returned a stream for a non-streaming request.")
     return HTTPStatus.OK, _render(result.model_dump(exclude_none=True))
+
+
+async def _speech_reply(handler: Any, endpoint: str, request: Any) -> Reply:
+    """A run-batch audio line as vLLM run-batch answers it: ``file_url`` fetched (within
+    batchd's size limit), then the route's request with the bytes as its ``file``."""
+    async with audio_slot():
+        try:
+            audio = await fetch_audio(request.file_url)
+        except AudioFetchError as exc:
+            return fetch_error_reply(endpoint, exc)
+        return await _speech_run(handler, endpoint, request, audio)
+
+
+async def _speech_run(handler: Any, endpoint: str, request: Any, audio: bytes) -> Reply:
+    fields = request.model_dump(exclude={"file_url"})
+    fields["file"] = UploadFile(file=BytesIO(audio), filename="audio.bin")
+    if endpoint == TRANSLATIONS:
+        result = await handler.create_translation(audio, TranslationRequest.model_validate(fields), None)
+    else:
+        result = await handler.create_transcription(audio, TranscriptionRequest.model_validate(fields), None)
+    if isinstance(result, ErrorResponse):
+        return _reply_for(result)
+    if not hasattr(result, "model_dump"):
+        await _close_stream(result)
+        raise ValueError("The handler returned a stream for a non-streaming request.")
+    return HTTPStatus.OK, _render(result.model_dump())
 
 
 def _render(content: Any) -> dict[str, Any]:

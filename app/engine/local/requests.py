@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 from vllm.entrypoints.anthropic.protocol import AnthropicMessagesRequest
+from vllm.entrypoints.launchers.run_batch import BatchTranscriptionRequest, BatchTranslationRequest
 from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
 from vllm.entrypoints.openai.completion.protocol import CompletionRequest
 from vllm.entrypoints.openai.responses.protocol import ResponsesRequest
@@ -28,6 +29,8 @@ from app.core.endpoints import (
     RERANK,
     RESPONSES,
     SCORE,
+    TRANSCRIPTIONS,
+    TRANSLATIONS,
 )
 from app.engine.results import INVALID_REQUEST, LineProblem
 
@@ -39,6 +42,9 @@ REQUEST_TYPES: dict[str, Any] = {
     RERANK: RerankRequest,
     RESPONSES: ResponsesRequest,
     MESSAGES: AnthropicMessagesRequest,
+    # vLLM run-batch's line types: the form fields of the route, with `file_url` for `file`.
+    TRANSCRIPTIONS: BatchTranscriptionRequest,
+    TRANSLATIONS: BatchTranslationRequest,
 }
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {ep: TypeAdapter(t) for ep, t in REQUEST_TYPES.items()}
 

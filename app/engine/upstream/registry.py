@@ -10,12 +10,14 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
 import orjson
 
-from app.core.endpoints import normalize_endpoint
+from app.core.endpoints import AUDIO_ENDPOINTS, normalize_endpoint
+from app.engine.audio import AudioFetchError, audio_slot, fetch_audio, fetch_error_reply
 from app.engine.config.upstream import UpstreamSpec
 from app.engine.errors import EngineNotReadyError, ModelConfigError, RequestAborted
 from app.engine.inflight import InflightRequests
@@ -24,6 +26,7 @@ from app.engine.prompt_tokens import estimate_all
 from app.engine.protocol import UpstreamStatus
 from app.engine.results import LineProblem, LineResult, Usage
 from app.engine.upstream import discovery
+from app.engine.upstream.audio_form import audio_form
 from app.engine.upstream.targets import Target, TargetPool
 from app.engine.upstream.tokenize import tokenize_counts
 from app.engine.upstream.transport import Upstream, error_body, send
@@ -198,7 +201,12 @@ class UpstreamRegistry:
         payload, without_priority = orjson.dumps(outgoing), None
         if upstream.spec.priority and priority:
             payload, without_priority = orjson.dumps({**outgoing, "priority": priority}), payload
-        task = self._inflight.start(request_id, send(self._client, upstream, canonical, payload, without_priority))
+        if canonical in AUDIO_ENDPOINTS:
+            # The download is part of the line: abort and cancellation stop it too.
+            sending = _send_audio(self._client, upstream, canonical, outgoing)
+        else:
+            sending = send(self._client, upstream, canonical, payload, without_priority)
+        task = self._inflight.start(request_id, sending)
         caller = asyncio.current_task()
         try:
             status, reply = await task
@@ -231,6 +239,22 @@ class UpstreamRegistry:
         if upstream is None:
             raise KeyError(f"Model {model!r} is not served.")
         return upstream
+
+
+async def _send_audio(
+    client: aiohttp.ClientSession, upstream: Upstream, endpoint: str, body: dict[str, Any]
+) -> tuple[int, dict]:
+    """An audio line: its ``file_url`` fetched here, then sent as the route's multipart form
+    (vLLM's audio routes take no ``file_url``)."""
+    async with audio_slot():
+        try:
+            audio = await fetch_audio(str(body.get("file_url")))
+        except AudioFetchError as exc:
+            return fetch_error_reply(endpoint, exc)
+        payload, content_type = audio_form(body, audio)
+        del audio  # the form holds its own copy
+        with_form = replace(upstream, headers={**upstream.headers, "content-type": content_type})
+        return await send(client, with_form, endpoint, payload)
 
 
 def _pooled_client() -> aiohttp.ClientSession:

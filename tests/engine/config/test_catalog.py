@@ -9,6 +9,7 @@ import pytest
 from app.engine.config.catalog import MINILM_NAME, builtin_model_specs, resolve_model_specs
 from app.engine.config.specs import ModelSpec
 from app.engine.config.tiny_chat import TINY_CHAT_NAME
+from app.engine.config.tiny_whisper import TINY_WHISPER_NAME
 from app.engine.errors import ModelConfigError
 
 
@@ -25,6 +26,13 @@ def test_builtin_specs(tmp_path):
 def test_resolve_defaults_to_builtins(tmp_path):
     names = [spec.name for spec in resolve_model_specs(data_dir=tmp_path)]
     assert names == [TINY_CHAT_NAME, MINILM_NAME]
+
+
+def test_tiny_whisper_is_served_only_when_named(tmp_path):
+    assert TINY_WHISPER_NAME not in [spec.name for spec in resolve_model_specs(data_dir=tmp_path)]
+    (speech,) = resolve_model_specs([f"asr={TINY_WHISPER_NAME}"], data_dir=tmp_path)
+    assert (speech.name, speech.runner) == ("asr", "generate")
+    assert Path(speech.path) == tmp_path / "models" / TINY_WHISPER_NAME and speech.builder is not None
 
 
 def test_resolve_model_args_and_config(tmp_path):
