@@ -82,7 +82,9 @@ class Checkpoint:
                 await writer.drain()
                 await self.store.commit(writer, self.project, blob_id)
                 async with self.db.write() as session:
-                    new = await ShardRepository(session).record_lines(self.claim, rows, blob_id, self.usage, time.time())
+                    new = await ShardRepository(session).record_lines(
+                        self.claim, rows, blob_id, self.usage, time.time()
+                    )
             except BaseException:
                 # Interrupted (e.g. the flushing task was cancelled): keep the rows for the next
                 # flush, which leaves out lines that did commit. The blob stays: whether its chunk

@@ -41,7 +41,9 @@ class FinishedLine(NamedTuple):
     line: bytes
 
 
-async def finished_lines(db: Database, store: BlobStore, batch_id: str, project: str) -> AsyncGenerator[FinishedLine, None]:
+async def finished_lines(
+    db: Database, store: BlobStore, batch_id: str, project: str
+) -> AsyncGenerator[FinishedLine, None]:
     """Every recorded line of the batch in line order, holding one shard's lines at a time."""
     async with db.read() as session:
         shard: list[BatchChunk] = []

@@ -74,8 +74,7 @@ class ChunkRepository:
     async def blob_ids(self) -> AsyncIterator[tuple[str, str]]:
         """(project, blob id) of every chunk: blobs the store holds for batches in flight."""
         result = await self.session.stream(
-            select(Batch.project, BatchChunk.blob_id)
-            .join(Batch, Batch.id == BatchChunk.batch_id)
+            select(Batch.project, BatchChunk.blob_id).join(Batch, Batch.id == BatchChunk.batch_id)
         )
         async for project, blob_id in result:
             if blob_id is not None:
