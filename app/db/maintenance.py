@@ -23,7 +23,7 @@ _last_reclaim: weakref.WeakKeyDictionary[Database, float] = weakref.WeakKeyDicti
 
 
 async def reclaim_checkpoint_space(db: Database) -> None:
-    """Make the space of deleted checkpoint rows reusable. Postgres only marks deleted rows
+    """Make the space of deleted checkpoint chunk rows reusable. Postgres only marks deleted rows
     dead; without VACUUM (autovacuum may be off, or run late) every batch's rows would add to
     the table for good. SQLite reuses freed pages by itself."""
     if db.is_sqlite:

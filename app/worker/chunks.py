@@ -7,7 +7,9 @@ ones, so every line is in the output once."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterator, Sequence
+import asyncio
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from typing import NamedTuple
 
 from app.db.engine import Database
@@ -41,29 +43,52 @@ class FinishedLine(NamedTuple):
     line: bytes
 
 
+# Shards whose chunks are read while an earlier one is written out: each chunk is one blob read
+# (a round trip on S3), so reading them one after another would set finalize's pace.
+READ_AHEAD_SHARDS = 4
+
+
 async def finished_lines(
     db: Database, store: BlobStore, batch_id: str, project: str
 ) -> AsyncGenerator[FinishedLine, None]:
-    """Every recorded line of the batch in line order, holding one shard's lines at a time."""
-    async with db.read() as session:
-        shard: list[BatchChunk] = []
-        async for chunk in ChunkRepository(session).of_batch(batch_id):
-            if shard and chunk.shard_no != shard[0].shard_no:
-                for line in await _lines_of_shard(store, project, shard):
-                    yield line
-                shard = []
-            shard.append(chunk)
-        for line in await _lines_of_shard(store, project, shard):
-            yield line
+    """Every recorded line of the batch in line order, holding a few shards' lines at a time."""
+    pending: deque[asyncio.Task[list[FinishedLine]]] = deque()
+    try:
+        async with db.read() as session:
+            async for shard in _by_shard(ChunkRepository(session).of_batch(batch_id)):
+                pending.append(asyncio.create_task(_lines_of_shard(store, project, shard)))
+                if len(pending) > READ_AHEAD_SHARDS:
+                    for line in await pending.popleft():
+                        yield line
+        while pending:
+            for line in await pending.popleft():
+                yield line
+    finally:
+        for task in pending:
+            task.cancel()
+
+
+async def _by_shard(chunks: AsyncIterator[BatchChunk]) -> AsyncIterator[list[BatchChunk]]:
+    shard: list[BatchChunk] = []
+    async for chunk in chunks:
+        if shard and chunk.shard_no != shard[0].shard_no:
+            yield shard
+            shard = []
+        shard.append(chunk)
+    if shard:
+        yield shard
 
 
 async def _lines_of_shard(store: BlobStore, project: str, chunks: list[BatchChunk]) -> list[FinishedLine]:
+    blobs = await asyncio.gather(*(_chunk_bytes(store, project, chunk) for chunk in chunks))
     lines: dict[int, FinishedLine] = {}
-    for chunk in chunks:
-        if chunk.blob_id is None:  # carried over from the per-line rows (migration 0015)
-            data = chunk.payload or b""
-        else:
-            data = b"".join([part async for part in store.read(project, chunk.blob_id)])
+    for chunk, data in zip(chunks, blobs, strict=True):
         for line_no, ok, line in decode(data, set(unpack_line_nos(chunk.line_nos))):
             lines[line_no] = FinishedLine(line_no, ok, line)
     return [lines[line_no] for line_no in sorted(lines)]
+
+
+async def _chunk_bytes(store: BlobStore, project: str, chunk: BatchChunk) -> bytes:
+    if chunk.blob_id is None:  # carried over from the per-line rows (migration 0015)
+        return chunk.payload or b""
+    return b"".join([part async for part in store.read(project, chunk.blob_id)])

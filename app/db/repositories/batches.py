@@ -1,4 +1,4 @@
-"""SQL for batches and their per-line checkpoint rows.
+"""SQL for batches.
 
 API reads are scoped to a project. A batch is claimed whole only for the steps one replica
 must take alone (validate, finalize, cancel, expire); its lines run as shards
