@@ -28,7 +28,7 @@ def _sizes(server: ServerProcess) -> tuple[int, int, int]:
     (row,) = db.execute(
         server,
         "SELECT pg_database_size(current_database()), "
-        "pg_total_relation_size('batch_lines'), (SELECT count(*) FROM batch_lines)",
+        "pg_total_relation_size('batch_chunks'), (SELECT count(*) FROM batch_chunks)",
     )
     return row
 
@@ -79,11 +79,11 @@ def _write_report(args, before, rows) -> None:
         f"{args.batches} embedding batches of {args.lines:,} lines ({EMBED_MODEL}), one after the other, through one "
         f"`batchd serve` on a fresh Postgres database; commit `{commit}`, {time.strftime('%Y-%m-%d')}. "
         "`python -m bench.db_size` reproduces it. Finalize deletes a batch's checkpoint rows; then, at most every 10 s per process, batchd runs "
-        f"`VACUUM (SKIP_LOCKED, TRUNCATE FALSE) batch_lines`; this Postgres has autovacuum {args.autovacuum}.",
+        f"`VACUUM (SKIP_LOCKED, TRUNCATE FALSE) batch_chunks`; this Postgres has autovacuum {args.autovacuum}.",
         "",
-        f"Before the first batch: database {before[0] / mib:.1f} MiB, `batch_lines` {before[1] / mib:.2f} MiB.",
+        f"Before the first batch: database {before[0] / mib:.1f} MiB, `batch_chunks` {before[1] / mib:.2f} MiB.",
         "",
-        "| after batch | lines finished in all | batch time (s) | database (MiB) | `batch_lines` (MiB) | rows left in `batch_lines` |",
+        "| after batch | lines finished in all | batch time (s) | database (MiB) | `batch_chunks` (MiB) | rows left in `batch_chunks` |",
         "|---:|---:|---:|---:|---:|---:|",
     ]
     for n, seconds, database, table, count in rows:

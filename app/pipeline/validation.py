@@ -1,16 +1,17 @@
 """Streaming validation of a batch input file (all-or-nothing, OpenAI's error codes).
 
 Runs once per batch in `validating`; reads the file line by line, so memory holds only the
-custom_ids seen (bounded by the line limit), never the file."""
+custom_ids' fingerprints (24 bytes a line, app/pipeline/id_set.py), never the file."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+from app.core import jsonbody
 from app.core.endpoints import normalize_endpoint
 from app.engine.protocol import LineChecker
+from app.pipeline.id_set import CustomIdSet
 from app.pipeline.jsonl import split_lines_at
 from app.pipeline.shards import ShardCutter
 
@@ -51,14 +52,14 @@ class _Validator:
         self.max_lines = max_lines
         self.per_request = per_request
         self.fallback_model: str | None = None
-        self.custom_ids: set[str] = set()
+        self.custom_ids = CustomIdSet()
         self.result = ValidationResult()
         self.valid_bodies: list[dict] = []
 
     def check(self, line_no: int, raw: bytes) -> dict | None:
         try:
-            request = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+            request = jsonbody.loads(raw)
+        except (ValueError, UnicodeDecodeError):  # orjson's JSONDecodeError is a ValueError
             return _error("invalid_json_line", "This line is not parseable as valid JSON.", line_no)
         if not isinstance(request, dict):
             return _error("invalid_json_line", "Each line must be a JSON object.", line_no)
@@ -79,14 +80,13 @@ class _Validator:
             )
         if not isinstance(body, dict):
             return _error("invalid_request", "'body' must be a JSON object.", line_no, "body")
-        if custom_id in self.custom_ids:
+        if not self.custom_ids.add(custom_id):
             return _error(
                 "duplicate_custom_id",
                 f"The custom_id '{custom_id}' appears more than once in this batch; custom_ids must be unique.",
                 line_no,
                 "custom_id",
             )
-        self.custom_ids.add(custom_id)
         return self._check_body(line_no, body)
 
     def _check_body(self, line_no: int, body: dict) -> dict | None:

@@ -1,7 +1,8 @@
-"""Buffers finished lines and writes them as checkpoint rows in short transactions.
+"""Buffers finished lines and writes them as checkpoint chunks: the lines' results as one blob,
+then a short transaction recording the chunk and the counters (app/worker/chunks.py).
 
-Rows are grouped (up to FLUSH_ROWS, or whatever a periodic flush finds) because each SQLite
-commit is an fsync; a crash loses at most the unflushed lines, which simply run again.
+Lines are grouped (up to FLUSH_ROWS, or whatever a periodic flush finds) because each commit is
+an fsync; a crash loses at most the unflushed lines, which simply run again.
 
 A full buffer is written by a task of its own: the line that filled it does not wait for the
 commit, so its slot in the executor's window refills at once (waiting held up to the whole
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 
 from app.db.engine import Database
 from app.db.repositories.batches import LineRow
@@ -19,14 +21,20 @@ from app.db.repositories.shards import ShardClaim, ShardRepository
 from app.db.repositories.usage import UsageKey
 from app.pipeline.executor import LineOutcome
 from app.pipeline.lines import dumps
+from app.storage.base import BlobStore
+from app.worker.chunks import BLOB_PREFIX, encode
 
 FLUSH_ROWS = 256
 MAX_BUFFERED = 4 * FLUSH_ROWS
 
 
 class Checkpoint:
-    def __init__(self, db: Database, claim: ShardClaim, usage: UsageKey | None = None) -> None:
+    def __init__(
+        self, db: Database, store: BlobStore, project: str, claim: ShardClaim, usage: UsageKey | None = None
+    ) -> None:
         self.db = db
+        self.store = store
+        self.project = project
         self.claim = claim
         self.usage = usage
         self._buffer: list[LineRow] = []
@@ -67,11 +75,21 @@ class Checkpoint:
             rows, self._buffer = self._buffer, []
             if not rows:
                 return
+            blob_id = f"{BLOB_PREFIX}{uuid.uuid4().hex}"
             try:
+                writer = self.store.new_writer(self.project, blob_id)
+                writer.write(encode(rows))
+                await writer.drain()
+                await self.store.commit(writer, self.project, blob_id)
                 async with self.db.write() as session:
-                    await ShardRepository(session).record_lines(self.claim, rows, self.usage, time.time())
+                    new = await ShardRepository(session).record_lines(
+                        self.claim, rows, blob_id, self.usage, time.time()
+                    )
             except BaseException:
                 # Interrupted (e.g. the flushing task was cancelled): keep the rows for the next
-                # flush. Rows that did commit are skipped then by ON CONFLICT DO NOTHING.
+                # flush, which leaves out lines that did commit. The blob stays: whether its chunk
+                # committed is unknown here, and the blob sweep removes it if not.
                 self._buffer[:0] = rows
                 raise
+            if not new:  # every line was recorded already: no chunk names the blob
+                await self.store.delete(self.project, blob_id)

@@ -1,15 +1,16 @@
-"""Assemble a batch's output and error files from its checkpoint rows and commit them together
+"""Assemble a batch's output and error files from its checkpoint chunks and commit them together
 with the terminal status.
 
-Streams the input file and the rows (both in line order) side by side, so lines that never ran
+Streams the input file and the finished lines (both in line order) side by side, so lines that never ran
 (cancel, expiry) get their `batch_cancelled` / `batch_expired` error line. File ids derive from
 the batch id, so a finalize retried after a crash overwrites its own blobs instead of leaving
-orphans; the rows and the status land in one transaction."""
+orphans; the files and the status land in one transaction, which also drops the chunks."""
 
 from __future__ import annotations
 
 import hashlib
 import time
+from contextlib import aclosing
 from dataclasses import dataclass
 
 from app.core.faults import fault_point
@@ -17,11 +18,13 @@ from app.core.purposes import OUTPUT_PURPOSE
 from app.core.statuses import EXPIRABLE_BATCH_STATUSES, BatchStatus
 from app.db.models import Batch, File
 from app.db.repositories.batches import BatchRepository, Claim
+from app.db.repositories.chunks import ChunkRepository
 from app.db.repositories.files import FileRepository
 from app.pipeline.jsonl import split_lines
 from app.pipeline.lines import CANCELLED_MESSAGE, EXPIRED_MESSAGE, custom_id_of, dumps, error_line
 from app.services.webhook_outbox import enqueue_batch_event
 from app.storage.base import BlobWriter
+from app.worker.chunks import finished_lines
 from app.worker.context import WorkerContext
 
 OUTPUT_TTL_SECONDS = 30 * 24 * 3600
@@ -51,8 +54,7 @@ async def _assemble(ctx: WorkerContext, batch: Batch, code: str, message: str) -
         ctx.store.new_writer(batch.project, result_file_id(batch.id, "error")),
     )
     try:
-        async with ctx.db.read() as session:
-            rows = BatchRepository(session).stream_lines(batch.id)
+        async with aclosing(finished_lines(ctx.db, ctx.store, batch.id, batch.project)) as rows:
             row = await anext(rows, None)
             async for line_no, raw in split_lines(ctx.store.read(batch.project, batch.input_file_id)):
                 if not raw.strip():
@@ -61,7 +63,7 @@ async def _assemble(ctx: WorkerContext, batch: Batch, code: str, message: str) -
                     row = await anext(rows, None)
                 if row is not None and row.line_no == line_no:
                     writer = out.output if row.ok else out.errors
-                    writer.write(row.line.encode() + b"\n")
+                    writer.write(row.line + b"\n")
                 else:
                     out.unexecuted += 1
                     writer = out.errors
@@ -109,6 +111,7 @@ async def finalize(ctx: WorkerContext, claim: Claim, batch: Batch, ending: Batch
                 files.append(file)
     await fault_point("finalizing", ctx.data_dir)
     by_kind = {f.filename.rsplit("_", 1)[1].removesuffix(".jsonl"): f.id for f in files}
+    chunk_blobs: list[str] = []
     async with ctx.db.write() as session:
         moved = await BatchRepository(session).transition(
             claim,
@@ -126,5 +129,9 @@ async def finalize(ctx: WorkerContext, claim: Claim, batch: Batch, ending: Batch
             file_repo = FileRepository(session)
             for file in files:
                 await file_repo.add(file)
-            await BatchRepository(session).delete_lines(batch.id)
+            chunk_blobs = await ChunkRepository(session).delete_of_batch(batch.id)
+    # After the commit: the files hold the lines now. A crash before this leaves orphan blobs,
+    # which the blob sweep removes (app/services/blob_reconcile.py).
+    for blob_id in chunk_blobs:
+        await ctx.store.delete(batch.project, blob_id)
     return moved

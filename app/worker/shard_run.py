@@ -74,7 +74,7 @@ class ShardRun:
                     yield line
 
     async def _execute(self) -> None:
-        """Run the shard's unfinished lines; mark it done once every line has its checkpoint row."""
+        """Run the shard's unfinished lines; mark it done once every line is checkpointed."""
         async with self.ctx.db.read() as session:
             batch = await BatchRepository(session).load(self.claim.batch_id)
             done = await ShardRepository(session).finished_line_numbers(self.claim)
@@ -83,7 +83,7 @@ class ShardRun:
         model = batch.model
         assert model is not None, "validation names a running batch's model"
         usage = UsageKey(batch.project, model, batch.id, usage_kind(batch.endpoint))
-        checkpoint = Checkpoint(self.ctx.db, self.claim, usage)
+        checkpoint = Checkpoint(self.ctx.db, self.ctx.store, batch.project, self.claim, usage)
         ticket = Ticket(batch.project, batch.id, float(batch.expires_at))
         executor = LineExecutor(
             self.ctx.registry,

@@ -119,7 +119,7 @@ def _assert_complete(client: openai.OpenAI, batch, n: int, prefix: str) -> None:
 
 
 def _checkpoint_rows(cluster: Cluster, batch_id: str) -> int:
-    return db.execute(cluster.replicas[NAMES[0]], "SELECT count(*) FROM batch_lines WHERE batch_id = :b", b=batch_id)[
+    return db.execute(cluster.replicas[NAMES[0]], "SELECT count(*) FROM batch_chunks WHERE batch_id = :b", b=batch_id)[
         0
     ][0]
 

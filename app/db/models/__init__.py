@@ -1,7 +1,7 @@
 """ORM models; importing this package registers every table on Base.metadata."""
 
 from app.db.models.api_key import ApiKey
-from app.db.models.batch import Batch, BatchLine
+from app.db.models.batch import Batch, BatchChunk
 from app.db.models.file import File
 from app.db.models.project import Project
 from app.db.models.served_model import ServedModel
@@ -13,7 +13,7 @@ from app.db.models.webhook import WebhookDelivery, WebhookEndpoint, WebhookEvent
 __all__ = [
     "ApiKey",
     "Batch",
-    "BatchLine",
+    "BatchChunk",
     "BatchShard",
     "File",
     "Project",

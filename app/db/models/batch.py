@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, LargeBinary, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.core.statuses import BATCH_API_OPENAI, BatchStatus
@@ -68,15 +68,22 @@ class Batch(Base):
     )
 
 
-class BatchLine(Base):
-    """The checkpoint: one row per finished input line, holding its output/error line as JSON text."""
+class BatchChunk(Base):
+    """A checkpoint: finished lines of one shard, recorded together. Their output and error lines
+    are the blob `blob_id` (in the batch's project); the row only says which lines it holds, so
+    the database stays the size of the lines in flight, not of their results (W9). `payload`
+    holds the lines instead of a blob for checkpoints carried over from the old per-line rows."""
 
-    __tablename__ = "batch_lines"
+    __tablename__ = "batch_chunks"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     batch_id: Mapped[str] = mapped_column(String(64), ForeignKey("batches.id", ondelete="CASCADE"))
-    line_no: Mapped[int] = mapped_column(Integer)
-    ok: Mapped[bool] = mapped_column(default=True)
-    line: Mapped[str] = mapped_column(Text)
+    shard_no: Mapped[int] = mapped_column(Integer)
+    blob_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    payload: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    # The line numbers this chunk counts (uint32, little-endian); its blob may hold others too
+    # (a retried write), which are not part of it.
+    line_nos: Mapped[bytes] = mapped_column(LargeBinary)
+    lines: Mapped[int] = mapped_column(Integer)
 
-    __table_args__ = (UniqueConstraint("batch_id", "line_no", name="uq_batch_lines_batch_id_line_no"),)
+    __table_args__ = (Index("ix_batch_chunks_batch_id_shard_no", "batch_id", "shard_no"),)

@@ -9,7 +9,7 @@ from app.db.base import Base
 class UsageMinute(Base):
     """What the lines of one batch that finished in one minute used: the chargeback record behind
     `/v1/organization/usage/*`. Added to in the checkpoint's own transaction, so a line is counted
-    exactly when its checkpoint row is stored; kept after the batch's lines are deleted."""
+    exactly when its checkpoint chunk is stored; kept after the batch's lines are deleted."""
 
     __tablename__ = "usage_minutes"
 

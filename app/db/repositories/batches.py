@@ -1,4 +1,4 @@
-"""SQL for batches and their per-line checkpoint rows.
+"""SQL for batches.
 
 API reads are scoped to a project. A batch is claimed whole only for the steps one replica
 must take alone (validate, finalize, cancel, expire); its lines run as shards
@@ -8,14 +8,14 @@ replica got when it claimed the batch, so one whose lease was taken over writes 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Row, and_, delete, exists, func, or_, select, update
+from sqlalchemy import and_, exists, func, or_, select, update
 
 from app.core.statuses import ACTIVE_BATCH_STATUSES, CANCELLABLE_BATCH_STATUSES, BatchStatus, ShardStatus
 from app.db.base import rowcount
-from app.db.models import Batch, BatchLine, BatchShard
+from app.db.models import Batch, BatchShard
 from app.db.repositories.base import ProjectScopedRepository
 
 
@@ -155,23 +155,6 @@ class BatchRepository(ProjectScopedRepository[Batch]):
             .values(status=BatchStatus.FINALIZING, finalizing_at=now)
         )
         return rowcount(result) == 1
-
-    async def delete_lines(self, batch_id: str) -> None:
-        """A finalized batch's checkpoint rows: its files hold them now."""
-        await self.session.execute(delete(BatchLine).where(BatchLine.batch_id == batch_id))
-
-    async def stream_lines(self, batch_id: str) -> AsyncIterator[Row[int, bool, str]]:
-        """Finished lines in input order (``line_no``, ``ok``, ``line``), fetched in pages
-        (never all in memory). Plain rows, not ORM objects: building an instance per line was a
-        few percent of a replica's CPU per line (W8)."""
-        result = await self.session.stream(
-            select(BatchLine.line_no, BatchLine.ok, BatchLine.line)
-            .where(BatchLine.batch_id == batch_id)
-            .order_by(BatchLine.line_no)
-            .execution_options(yield_per=500)
-        )
-        async for row in result:
-            yield row
 
 
 __all__ = ["BatchRepository", "Claim", "LeaseLost", "LineRow"]

@@ -24,5 +24,5 @@ class MessageBatchRepository(BatchRepository):
         return page
 
     async def remove(self, batch: Batch) -> None:
-        """Forget the batch; its shards and checkpoint rows go with it (ON DELETE CASCADE)."""
+        """Forget the batch; its shards and checkpoint chunks go with it (their blobs: the blob sweep) (ON DELETE CASCADE)."""
         await self.session.execute(delete(Batch).where(Batch.seq == batch.seq))

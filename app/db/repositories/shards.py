@@ -9,17 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
 
-from sqlalchemy import Table, and_, case, func, or_, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import and_, case, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.statuses import BatchStatus, ShardStatus
-from app.db.base import dialect_of, rowcount
-from app.db.models import Batch, BatchLine, BatchShard
+from app.db.base import rowcount
+from app.db.models import Batch, BatchShard
 from app.db.repositories.batches import LeaseLost, LineRow
+from app.db.repositories.chunks import ChunkRepository, pack_line_nos, unpack_line_nos
 from app.db.repositories.usage import UsageKey, UsageRepository
 
 
@@ -168,27 +166,21 @@ class ShardRepository:
         )
 
     async def record_lines(
-        self, claim: ShardClaim, rows: Sequence[LineRow], usage: UsageKey | None = None, now: float = 0.0
+        self, claim: ShardClaim, rows: Sequence[LineRow], blob_id: str, usage: UsageKey | None = None, now: float = 0.0
     ) -> int:
-        """Insert finished lines (a line already stored is left alone) and add what was new to the
-        shard's and the batch's counters, and to `usage`'s minute of `now`, in one transaction.
-        Returns how many rows were new."""
+        """Record the finished lines whose results the blob `blob_id` holds as one chunk (a line
+        already recorded is left out of it) and add what was new to the shard's and the batch's
+        counters, and to `usage`'s minute of `now`, in one transaction. Returns how many were new."""
         if not rows:
             return 0
-        dialect = dialect_of(self.session)
-        insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
-        by_line = {row.line_no: row for row in rows}
-        result = await self.session.execute(
-            insert_fn(cast(Table, BatchLine.__table__))
-            .on_conflict_do_nothing(index_elements=["batch_id", "line_no"])
-            .returning(BatchLine.line_no),
-            [{"batch_id": claim.batch_id, "line_no": r.line_no, "ok": r.ok, "line": r.line} for r in rows],
-        )
-        new = [by_line[line_no] for (line_no,) in result.all()]
+        chunks = ChunkRepository(self.session)
+        recorded = await self.finished_line_numbers(claim)
+        new = [row for row in rows if row.line_no not in recorded]
         # Fence first: a stale runner's transaction rolls back before it touches the batch row.
         if not await self._fenced_update(claim, lines_done=BatchShard.lines_done + len(new)):
             raise LeaseLost(f"{claim.batch_id} shard {claim.shard_no}")
         if new:
+            await chunks.add(claim.batch_id, claim.shard_no, blob_id, pack_line_nos(r.line_no for r in new), len(new))
             await self.session.execute(
                 update(Batch)
                 .where(Batch.id == claim.batch_id)
@@ -205,20 +197,14 @@ class ShardRepository:
                 await UsageRepository(self.session).add(usage, int(now) // 60 * 60, new)
         return len(new)
 
-    def _in_shard(self, claim: ShardClaim):
-        return and_(
-            BatchLine.batch_id == claim.batch_id,
-            BatchLine.line_no >= claim.first_line,
-            BatchLine.line_no < claim.end_line,
-        )
-
     async def finished_line_numbers(self, claim: ShardClaim) -> set[int]:
-        result = await self.session.execute(select(BatchLine.line_no).where(self._in_shard(claim)))
-        return set(result.scalars().all())
+        recorded: set[int] = set()
+        for packed in await ChunkRepository(self.session).line_nos_of_shard(claim.batch_id, claim.shard_no):
+            recorded.update(unpack_line_nos(packed))
+        return recorded
 
     async def count_lines(self, claim: ShardClaim) -> int:
-        result = await self.session.execute(select(func.count()).select_from(BatchLine).where(self._in_shard(claim)))
-        return int(result.scalar_one())
+        return await ChunkRepository(self.session).count_of_shard(claim.batch_id, claim.shard_no)
 
     async def count(self, batch_id: str) -> int:
         result = await self.session.execute(

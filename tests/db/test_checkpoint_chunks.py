@@ -1,18 +1,23 @@
-"""Shards and checkpoint rows on the real backends: a line recorded twice (a flush retried after
-a crash, or a line re-run on resume) is stored once and counted once; a replica whose shard was
-taken over or sealed writes nothing; the batch moves on once, when its last shard is done."""
+"""Shards and checkpoint chunks on the real backends: a line recorded twice (a flush retried after
+a crash, or a line re-run on resume) is counted once and read back once; a replica whose shard
+was taken over or sealed writes nothing; the batch moves on once, when its last shard is done;
+lines checkpointed before the upgrade to chunks (migration 0015) are all still there after it."""
 
 from __future__ import annotations
 
 import asyncio
 
 import pytest
+from sqlalchemy import text
 
 from app.db.engine import Database
 from app.db.migrate import upgrade
 from app.db.models import Batch
 from app.db.repositories.batches import BatchRepository, LeaseLost, LineRow
+from app.db.repositories.chunks import ChunkRepository
 from app.db.repositories.shards import ShardRepository, ShardSpan
+from app.storage.local import LocalBlobStore
+from app.worker.chunks import encode, finished_lines
 
 LEASE = 10.0
 
@@ -46,12 +51,21 @@ async def _setup(db: Database) -> None:
         )
 
 
+async def _record(db: Database, store: LocalBlobStore, claim, rows: list[LineRow], blob_id: str) -> int:
+    """What a checkpoint write does: the blob first, then the chunk and the counters."""
+    writer = store.new_writer("p", blob_id)
+    writer.write(encode(rows))
+    await store.commit(writer, "p", blob_id)
+    async with db.write() as session:
+        return await ShardRepository(session).record_lines(claim, rows, blob_id)
+
+
 async def _claim(db: Database, owner: str, now: float, skip=()):
     async with db.write() as session:
         return await ShardRepository(session).claim(owner, now, LEASE, list(skip))
 
 
-async def _scenario(url: str) -> None:
+async def _scenario(url: str, store: LocalBlobStore) -> None:
     await upgrade(url)
     db = Database(url)
     try:
@@ -61,10 +75,9 @@ async def _scenario(url: str) -> None:
         assert (a.shard_no, b.shard_no, a.taken_over, b.lines) == (0, 1, False, 2)
         assert await _claim(db, "replica-c", 100.0) is None  # both leased
 
-        async with db.write() as session:
-            assert await ShardRepository(session).record_lines(a, [_row(1), _row(2), _row(3, ok=False)]) == 3
-        async with db.write() as session:  # 2 and 3 again, 4 new
-            assert await ShardRepository(session).record_lines(a, [_row(2), _row(3, ok=False), _row(4)]) == 1
+        assert await _record(db, store, a, [_row(1), _row(2), _row(3, ok=False)], "chunk-1") == 3
+        # 2 and 3 again (their blob holds them too, but the chunk counts only 4), 4 new
+        assert await _record(db, store, a, [_row(2), _row(3, ok=False), _row(4)], "chunk-2") == 1
         async with db.read() as session:
             assert await ShardRepository(session).finished_line_numbers(a) == {1, 2, 3, 4}
             assert await ShardRepository(session).count_lines(b) == 0
@@ -77,10 +90,8 @@ async def _scenario(url: str) -> None:
         c = await _claim(db, "replica-c", 100.0 + LEASE + 1)
         assert (c.shard_no, c.taken_over, c.fence) == (1, True, b.fence + 1)
         with pytest.raises(LeaseLost):
-            async with db.write() as session:
-                await ShardRepository(session).record_lines(b, [_row(5)])
-        async with db.write() as session:
-            assert await ShardRepository(session).record_lines(c, [_row(5), _row(6)]) == 2
+            await _record(db, store, b, [_row(5)], "chunk-stale")
+        assert await _record(db, store, c, [_row(5), _row(6)], "chunk-3") == 2
 
         async with db.write() as session:
             await ShardRepository(session).mark_done(a, 120.0)
@@ -100,10 +111,16 @@ async def _scenario(url: str) -> None:
             ]
             assert (await BatchRepository(session).load("batch_1")).status == "finalizing"
 
+        read = [line async for line in finished_lines(db, store, "batch_1", "p")]
+        assert [(r.line_no, r.ok) for r in read] == [(1, True), (2, True), (3, False), (4, True), (5, True), (6, True)]
+        assert read[0].line == b'{"custom_id": "c1"}'
         async with db.write() as session:
-            await BatchRepository(session).delete_lines("batch_1")
-        async with db.read() as session:
-            assert [r async for r in BatchRepository(session).stream_lines("batch_1")] == []
+            assert sorted(await ChunkRepository(session).delete_of_batch("batch_1")) == [
+                "chunk-1",
+                "chunk-2",
+                "chunk-3",
+            ]
+        assert [line async for line in finished_lines(db, store, "batch_1", "p")] == []
     finally:
         await db.dispose()
 
@@ -118,7 +135,7 @@ async def _sealing(url: str) -> None:
             await ShardRepository(session).seal("batch_1")
         with pytest.raises(LeaseLost):  # a sealed shard takes no more lines
             async with db.write() as session:
-                await ShardRepository(session).record_lines(a, [_row(1)])
+                await ShardRepository(session).record_lines(a, [_row(1)], "chunk-1")
         async with db.write() as session:
             await BatchRepository(session).request_cancel("p", "batch_1", 101)
         assert await _claim(db, "replica-b", 101.0) is None  # no shard of a cancelled batch
@@ -128,9 +145,40 @@ async def _sealing(url: str) -> None:
 
 def test_shard_claims_checkpoints_takeover_and_finish(database_factory, tmp_path):
     url = database_factory() or f"sqlite+aiosqlite:///{tmp_path / 'batchd.db'}"
-    asyncio.run(_scenario(url))
+    asyncio.run(_scenario(url, LocalBlobStore(tmp_path / "blobs")))
 
 
 def test_a_sealed_shard_takes_no_more_lines(database_factory, tmp_path):
     url = database_factory() or f"sqlite+aiosqlite:///{tmp_path / 'batchd.db'}"
     asyncio.run(_sealing(url))
+
+
+async def _carry_over(url: str, store: LocalBlobStore) -> None:
+    await upgrade(url, "0014")
+    db = Database(url)
+    try:
+        await _setup(db)
+        async with db.write() as session:
+            for line_no, ok in ((1, True), (3, False), (6, True)):
+                await session.execute(
+                    text("INSERT INTO batch_lines (batch_id, line_no, ok, line) VALUES ('batch_1', :n, :ok, :line)"),
+                    {"n": line_no, "ok": ok, "line": f'{{"custom_id": "c{line_no}", "x": "a b"}}'},
+                )
+        await upgrade(url)
+        read = [line async for line in finished_lines(db, store, "batch_1", "p")]
+        assert [(r.line_no, r.ok, r.line) for r in read] == [
+            (1, True, b'{"custom_id": "c1", "x": "a b"}'),
+            (3, False, b'{"custom_id": "c3", "x": "a b"}'),
+            (6, True, b'{"custom_id": "c6", "x": "a b"}'),
+        ]
+        a = await _claim(db, "replica-a", 100.0)
+        async with db.read() as session:  # a resumed shard skips them; each shard has its own chunk
+            assert await ShardRepository(session).finished_line_numbers(a) == {1, 3}
+            assert await ShardRepository(session).count_lines(a) == 2
+    finally:
+        await db.dispose()
+
+
+def test_lines_checkpointed_before_chunks_survive_the_upgrade(database_factory, tmp_path):
+    url = database_factory() or f"sqlite+aiosqlite:///{tmp_path / 'batchd.db'}"
+    asyncio.run(_carry_over(url, LocalBlobStore(tmp_path / "blobs")))

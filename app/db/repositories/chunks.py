@@ -1,0 +1,84 @@
+"""SQL for checkpoint chunks (app/worker/chunks.py has their format): which lines of a shard are
+recorded, and in which blobs."""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from collections.abc import AsyncIterator, Iterable, Sequence
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Batch, BatchChunk
+
+
+def pack_line_nos(line_nos: Iterable[int]) -> bytes:
+    """A chunk's line numbers as stored: uint32, little-endian."""
+    packed = array("I", line_nos)
+    if sys.byteorder == "big":
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def unpack_line_nos(data: bytes) -> array:
+    packed = array("I")
+    packed.frombytes(data)
+    if sys.byteorder == "big":
+        packed.byteswap()
+    return packed
+
+
+class ChunkRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def add(self, batch_id: str, shard_no: int, blob_id: str, line_nos: bytes, lines: int) -> None:
+        self.session.add(
+            BatchChunk(batch_id=batch_id, shard_no=shard_no, blob_id=blob_id, line_nos=line_nos, lines=lines)
+        )
+        await self.session.flush()
+
+    async def line_nos_of_shard(self, batch_id: str, shard_no: int) -> Sequence[bytes]:
+        result = await self.session.execute(
+            select(BatchChunk.line_nos).where(BatchChunk.batch_id == batch_id, BatchChunk.shard_no == shard_no)
+        )
+        return result.scalars().all()
+
+    async def count_of_shard(self, batch_id: str, shard_no: int) -> int:
+        result = await self.session.execute(
+            select(func.coalesce(func.sum(BatchChunk.lines), 0)).where(
+                BatchChunk.batch_id == batch_id, BatchChunk.shard_no == shard_no
+            )
+        )
+        return int(result.scalar_one())
+
+    async def of_batch(self, batch_id: str) -> AsyncIterator[BatchChunk]:
+        """The batch's chunks by shard (in line order of the shards), fetched a few at a time."""
+        result = await self.session.stream(
+            select(BatchChunk)
+            .where(BatchChunk.batch_id == batch_id)
+            .order_by(BatchChunk.shard_no, BatchChunk.id)
+            .execution_options(yield_per=64)
+        )
+        async for chunk in result.scalars():
+            yield chunk
+
+    async def delete_of_batch(self, batch_id: str) -> list[str]:
+        """Delete a finalized batch's chunks; returns their blob ids, to delete after the commit."""
+        result = await self.session.execute(
+            delete(BatchChunk).where(BatchChunk.batch_id == batch_id).returning(BatchChunk.blob_id)
+        )
+        return [blob_id for (blob_id,) in result.all() if blob_id is not None]
+
+    async def blob_ids(self) -> AsyncIterator[tuple[str, str]]:
+        """(project, blob id) of every chunk: blobs the store holds for batches in flight."""
+        result = await self.session.stream(
+            select(Batch.project, BatchChunk.blob_id).join(Batch, Batch.id == BatchChunk.batch_id)
+        )
+        async for project, blob_id in result:
+            if blob_id is not None:
+                yield project, blob_id
+
+
+__all__ = ["ChunkRepository", "pack_line_nos", "unpack_line_nos"]
