@@ -48,23 +48,24 @@ class FinishedLine(NamedTuple):
 READ_AHEAD_SHARDS = 4
 
 
-async def finished_lines(
+async def finished_shards(
     db: Database, store: BlobStore, batch_id: str, project: str
-) -> AsyncGenerator[FinishedLine, None]:
-    """Every recorded line of the batch in line order, holding a few shards' lines at a time."""
-    pending: deque[asyncio.Task[list[FinishedLine]]] = deque()
+) -> AsyncGenerator[tuple[int, list[FinishedLine]], None]:
+    """(shard_no, its recorded lines in line order) for every shard with a chunk, in shard
+    order, holding a few shards' lines at a time."""
+    pending: deque[tuple[int, asyncio.Task[list[FinishedLine]]]] = deque()
     try:
         async with db.read() as session:
             async for shard in _by_shard(ChunkRepository(session).of_batch(batch_id)):
-                pending.append(asyncio.create_task(_lines_of_shard(store, project, shard)))
+                pending.append((shard[0].shard_no, asyncio.create_task(_lines_of_shard(store, project, shard))))
                 if len(pending) > READ_AHEAD_SHARDS:
-                    for line in await pending.popleft():
-                        yield line
+                    shard_no, task = pending.popleft()
+                    yield shard_no, await task
         while pending:
-            for line in await pending.popleft():
-                yield line
+            shard_no, task = pending.popleft()
+            yield shard_no, await task
     finally:
-        for task in pending:
+        for _, task in pending:
             task.cancel()
 
 

@@ -1,8 +1,9 @@
 """Assemble a batch's output and error files from its checkpoint chunks and commit them together
 with the terminal status.
 
-Streams the input file and the finished lines (both in line order) side by side, so lines that never ran
-(cancel, expiry) get their `batch_cancelled` / `batch_expired` error line. File ids derive from
+Goes shard by shard: a shard whose every line ran is written from its chunks alone; for one
+with lines that never ran (cancel, expiry), its byte range of the input is streamed beside its
+finished lines, so those get their `batch_cancelled` / `batch_expired` error line. File ids derive from
 the batch id, so a finalize retried after a crash overwrites its own blobs instead of leaving
 orphans; the files and the status land in one transaction, which also drops the chunks."""
 
@@ -16,15 +17,16 @@ from dataclasses import dataclass
 from app.core.faults import fault_point
 from app.core.purposes import OUTPUT_PURPOSE
 from app.core.statuses import EXPIRABLE_BATCH_STATUSES, BatchStatus
-from app.db.models import Batch, File
+from app.db.models import Batch, BatchShard, File
 from app.db.repositories.batches import BatchRepository, Claim
 from app.db.repositories.chunks import ChunkRepository
 from app.db.repositories.files import FileRepository
+from app.db.repositories.shards import ShardRepository
 from app.pipeline.jsonl import split_lines
 from app.pipeline.lines import CANCELLED_MESSAGE, EXPIRED_MESSAGE, custom_id_of, dumps, error_line
 from app.services.webhook_outbox import enqueue_batch_event
 from app.storage.base import BlobWriter
-from app.worker.chunks import finished_lines
+from app.worker.chunks import FinishedLine, finished_shards
 from app.worker.context import WorkerContext
 
 OUTPUT_TTL_SECONDS = 30 * 24 * 3600
@@ -54,26 +56,54 @@ async def _assemble(ctx: WorkerContext, batch: Batch, code: str, message: str) -
         ctx.store.new_writer(batch.project, result_file_id(batch.id, "error")),
     )
     try:
-        async with aclosing(finished_lines(ctx.db, ctx.store, batch.id, batch.project)) as rows:
-            row = await anext(rows, None)
-            async for line_no, raw in split_lines(ctx.store.read(batch.project, batch.input_file_id)):
-                if not raw.strip():
-                    continue
-                while row is not None and row.line_no < line_no:
-                    row = await anext(rows, None)
-                if row is not None and row.line_no == line_no:
-                    writer = out.output if row.ok else out.errors
-                    writer.write(row.line + b"\n")
+        async with ctx.db.read() as session:
+            spans = await ShardRepository(session).of_batch(batch.id)
+        async with aclosing(finished_shards(ctx.db, ctx.store, batch.id, batch.project)) as done:
+            finished = await anext(done, None)
+            for span in spans:
+                lines: list[FinishedLine] = []
+                if finished is not None and finished[0] == span.shard_no:
+                    lines, finished = finished[1], await anext(done, None)
+                if len(lines) == span.lines:  # every line ran: the input need not be read
+                    for line in lines:
+                        (out.output if line.ok else out.errors).write(line.line + b"\n")
+                    await out.output.drain()
+                    await out.errors.drain()
                 else:
-                    out.unexecuted += 1
-                    writer = out.errors
-                    writer.write(dumps(error_line(custom_id_of(raw), code, message)).encode() + b"\n")
-                await writer.drain()
+                    await _merge_with_input(ctx, batch, span, lines, out, code, message)
     except BaseException:
         await out.output.discard()
         await out.errors.discard()
         raise
     return out
+
+
+async def _merge_with_input(
+    ctx: WorkerContext,
+    batch: Batch,
+    span: BatchShard,
+    lines: list[FinishedLine],
+    out: _Assembled,
+    code: str,
+    message: str,
+) -> None:
+    """A shard some of whose lines never ran: its input lines give them their error line."""
+    finished = iter(lines)
+    row = next(finished, None)
+    chunks = ctx.store.read(batch.project, batch.input_file_id, span.start_offset, span.end_offset)
+    async for line_no, raw in split_lines(chunks, first_line_no=span.first_line):
+        if not raw.strip():
+            continue
+        while row is not None and row.line_no < line_no:
+            row = next(finished, None)
+        if row is not None and row.line_no == line_no:
+            writer = out.output if row.ok else out.errors
+            writer.write(row.line + b"\n")
+        else:
+            out.unexecuted += 1
+            writer = out.errors
+            writer.write(dumps(error_line(custom_id_of(raw), code, message)).encode() + b"\n")
+        await writer.drain()
 
 
 async def _commit_file(ctx: WorkerContext, batch: Batch, writer: BlobWriter, kind: str, now: int) -> File | None:

@@ -17,7 +17,7 @@ from app.db.repositories.batches import BatchRepository, LeaseLost, LineRow
 from app.db.repositories.chunks import ChunkRepository
 from app.db.repositories.shards import ShardRepository, ShardSpan
 from app.storage.local import LocalBlobStore
-from app.worker.chunks import encode, finished_lines
+from app.worker.chunks import FinishedLine, encode, finished_shards
 
 LEASE = 10.0
 
@@ -49,6 +49,11 @@ async def _setup(db: Database) -> None:
                 ShardSpan(first_line=5, end_line=7, start_offset=400, end_offset=None, lines=2),
             ],
         )
+
+
+async def _finished(db: Database, store: LocalBlobStore) -> list[tuple[int, FinishedLine]]:
+    """(shard_no, line) of every recorded line, as finalize reads them."""
+    return [(shard_no, line) async for shard_no, lines in finished_shards(db, store, "batch_1", "p") for line in lines]
 
 
 async def _record(db: Database, store: LocalBlobStore, claim, rows: list[LineRow], blob_id: str) -> int:
@@ -111,16 +116,23 @@ async def _scenario(url: str, store: LocalBlobStore) -> None:
             ]
             assert (await BatchRepository(session).load("batch_1")).status == "finalizing"
 
-        read = [line async for line in finished_lines(db, store, "batch_1", "p")]
-        assert [(r.line_no, r.ok) for r in read] == [(1, True), (2, True), (3, False), (4, True), (5, True), (6, True)]
-        assert read[0].line == b'{"custom_id": "c1"}'
+        read = await _finished(db, store)
+        assert [(shard, r.line_no, r.ok) for shard, r in read] == [
+            (0, 1, True),
+            (0, 2, True),
+            (0, 3, False),
+            (0, 4, True),
+            (1, 5, True),
+            (1, 6, True),
+        ]
+        assert read[0][1].line == b'{"custom_id": "c1"}'
         async with db.write() as session:
             assert sorted(await ChunkRepository(session).delete_of_batch("batch_1")) == [
                 "chunk-1",
                 "chunk-2",
                 "chunk-3",
             ]
-        assert [line async for line in finished_lines(db, store, "batch_1", "p")] == []
+        assert await _finished(db, store) == []
     finally:
         await db.dispose()
 
@@ -165,11 +177,11 @@ async def _carry_over(url: str, store: LocalBlobStore) -> None:
                     {"n": line_no, "ok": ok, "line": f'{{"custom_id": "c{line_no}", "x": "a b"}}'},
                 )
         await upgrade(url)
-        read = [line async for line in finished_lines(db, store, "batch_1", "p")]
-        assert [(r.line_no, r.ok, r.line) for r in read] == [
-            (1, True, b'{"custom_id": "c1", "x": "a b"}'),
-            (3, False, b'{"custom_id": "c3", "x": "a b"}'),
-            (6, True, b'{"custom_id": "c6", "x": "a b"}'),
+        read = await _finished(db, store)
+        assert [(shard, r.line_no, r.ok, r.line) for shard, r in read] == [
+            (0, 1, True, b'{"custom_id": "c1", "x": "a b"}'),
+            (0, 3, False, b'{"custom_id": "c3", "x": "a b"}'),
+            (1, 6, True, b'{"custom_id": "c6", "x": "a b"}'),
         ]
         a = await _claim(db, "replica-a", 100.0)
         async with db.read() as session:  # a resumed shard skips them; each shard has its own chunk
