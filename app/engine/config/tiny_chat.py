@@ -10,10 +10,9 @@ The build is deterministic (fixed seed, fixed corpus) and takes a second or two.
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from pathlib import Path
+
+from app.engine.config.atomic_folder import build_folder
 
 TINY_CHAT_NAME = "batchd-tiny-chat"
 
@@ -54,32 +53,13 @@ Once upon a time there was a small model that could only babble.
 
 
 def build_tiny_chat_model(dest: Path) -> Path:
-    """Build the model into ``dest`` unless it is already there; return ``dest``.
+    """Build the model into ``dest`` unless it is already there; return ``dest``."""
+    return build_folder(dest, _write)
 
-    The folder is assembled in a temporary directory beside ``dest`` and renamed
-    into place, so a crash never leaves a half-written model and concurrent
-    builders agree on one result.
-    """
-    dest = Path(dest)
-    if dest.is_dir():
-        return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    try:
-        _write_tokenizer(tmp)
-        _write_model(tmp)
-        # mkdtemp creates the folder private; the model is not a secret.
-        os.chmod(tmp, 0o755)
-        try:
-            os.rename(tmp, dest)
-        except OSError:
-            # Another builder won the race; its output is identical.
-            if not dest.is_dir():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return dest
+
+def _write(folder: Path) -> None:
+    _write_tokenizer(folder)
+    _write_model(folder)
 
 
 def _write_tokenizer(folder: Path) -> None:

@@ -10,10 +10,9 @@ Its weights are random, so its transcripts are gibberish by design; with
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
+
+from app.engine.config.atomic_folder import build_folder
 
 TINY_WHISPER_NAME = "batchd-tiny-whisper"
 
@@ -41,29 +40,13 @@ Bonjour, comment allez-vous? Guten Tag. Hola, buenos dias. Ciao.
 
 
 def build_tiny_whisper_model(dest: Path) -> Path:
-    """Build the model into ``dest`` unless it is already there; return ``dest``.
+    """Build the model into ``dest`` unless it is already there; return ``dest``."""
+    return build_folder(dest, _write)
 
-    Assembled in a temporary folder beside ``dest`` and renamed into place, so a
-    crash never leaves a half-written model and concurrent builders agree.
-    """
-    dest = Path(dest)
-    if dest.is_dir():
-        return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    try:
-        _write_processor(tmp)
-        _write_model(tmp)
-        os.chmod(tmp, 0o755)
-        try:
-            os.rename(tmp, dest)
-        except OSError:
-            if not dest.is_dir():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return dest
+
+def _write(folder: Path) -> None:
+    _write_processor(folder)
+    _write_model(folder)
 
 
 def _special_tokens() -> list[str]:
