@@ -143,6 +143,15 @@ _LINKS: dict[tuple[str, str], list[tuple[str, str, str | dict]]] = {
         ("post", "/v1/webhook_endpoints/{endpoint_id}/test", _ID),
         ("delete", "/v1/webhook_endpoints/{endpoint_id}", _ID),
     ],
+    # An endpoint read, changed or given a new secret can be sent a test event.
+    **{
+        source: [("post", "/v1/webhook_endpoints/{endpoint_id}/test", _ID)]
+        for source in (
+            ("get", "/v1/webhook_endpoints/{endpoint_id}"),
+            ("post", "/v1/webhook_endpoints/{endpoint_id}"),
+            ("post", "/v1/webhook_endpoints/{endpoint_id}/rotate_secret"),
+        )
+    },
 }
 
 

@@ -73,7 +73,9 @@ def json_body(model: type[BaseModel], *, required: bool = True) -> dict[str, Any
     exactly that model's schema, so the two cannot drift."""
     if BODY_MODELS.setdefault(model.__name__, model) is not model:
         raise RuntimeError(f"two body models named {model.__name__}")
-    schema = {"$ref": f"#/components/schemas/{model.__name__}"}
+    schema: dict[str, Any] = {"$ref": f"#/components/schemas/{model.__name__}"}
+    if not required:  # a JSON null is read as no body
+        schema = {"anyOf": [schema, {"type": "null"}]}
     body = {"required": required, "content": {"application/json": {"schema": schema}}}
     return {"requestBody": body, BODY_MODEL: model.__name__}
 

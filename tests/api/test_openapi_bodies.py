@@ -52,7 +52,9 @@ def test_every_json_body_is_the_schema_of_the_model_that_validates_it(app, docum
                 continue
             assert list(body["content"]) == ["application/json"], (method, path)
             name = routes[(method, path)].openapi_extra[BODY_MODEL]
-            assert body["content"]["application/json"]["schema"] == {"$ref": REF + name}, (method, path)
+            reference = {"$ref": REF + name}
+            expected = reference if body["required"] else {"anyOf": [reference, {"type": "null"}]}
+            assert body["content"]["application/json"]["schema"] == expected, (method, path)
             schema, nested = _body_schema(BODY_MODELS[name])
             assert components[name] == schema, name
             for nested_name, nested_schema in nested.items():
