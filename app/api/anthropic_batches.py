@@ -14,11 +14,12 @@ from app.core.anthropic_api import MESSAGE_BATCHES_PATH
 from app.schemas.anthropic import (
     ANTHROPIC_ERROR_RESPONSES,
     CREATE_ERROR_RESPONSES,
-    MESSAGE_BATCH_CREATE_OPENAPI,
     DeletedMessageBatch,
     MessageBatch,
+    MessageBatchCreateParams,
     MessageBatchList,
 )
+from app.schemas.common import json_body
 from app.services.message_batches import MessageBatchService, to_message_batch
 from app.services.unit_of_work import after_commit
 
@@ -45,7 +46,10 @@ def _base_url(request: Request) -> str:
 
 
 @router.post(
-    "", response_model=MessageBatch, openapi_extra=MESSAGE_BATCH_CREATE_OPENAPI, responses=CREATE_ERROR_RESPONSES
+    "",
+    response_model=MessageBatch,
+    openapi_extra=json_body(MessageBatchCreateParams),
+    responses=CREATE_ERROR_RESPONSES,
 )
 async def create_message_batch(
     request: Request, project: AnthropicProjectDep, batches: MessageBatchServiceDep, session: SessionDep

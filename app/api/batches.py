@@ -7,8 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Query, Request
 
 from app.api.deps import BatchServiceDep, ProjectDep, SessionDep
-from app.schemas.batches import BATCH_CREATE_OPENAPI, BatchCreateRequest, BatchObject
-from app.schemas.common import ERROR_RESPONSES, ListPage, error_doc
+from app.schemas.batches import BatchCreateParams, BatchCreateRequest, BatchObject
+from app.schemas.common import ERROR_RESPONSES, ListPage, error_doc, json_body
 from app.services.unit_of_work import after_commit
 
 router = APIRouter(prefix="/batches", tags=["batches"], responses=ERROR_RESPONSES)
@@ -26,7 +26,7 @@ def _wake_worker_after_commit(request: Request, session, batch_id: str | None = 
 @router.post(
     "",
     response_model=BatchObject,
-    openapi_extra=BATCH_CREATE_OPENAPI,
+    openapi_extra=json_body(BatchCreateParams),
     responses={413: error_doc("Request body too large"), 429: error_doc("The project's active-batch limit is reached")},
 )
 async def create_batch(

@@ -7,12 +7,11 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Request
 
 from app.api.deps import ProjectDep, UploadServiceDep
-from app.schemas.common import ERROR_RESPONSES, Responses, error_doc
+from app.schemas.common import ERROR_RESPONSES, Responses, error_doc, json_body
 from app.schemas.uploads import (
-    UPLOAD_COMPLETE_OPENAPI,
-    UPLOAD_CREATE_OPENAPI,
     UPLOAD_PART_OPENAPI,
     UploadCompleteRequest,
+    UploadCreateParams,
     UploadCreateRequest,
     UploadObject,
     UploadPartObject,
@@ -28,7 +27,7 @@ _NOT_PENDING: Responses = {409: error_doc("The upload is no longer pending: comp
 @router.post(
     "",
     response_model=UploadObject,
-    openapi_extra=UPLOAD_CREATE_OPENAPI,
+    openapi_extra=json_body(UploadCreateParams),
     responses={
         400: error_doc("Invalid request, or a `purpose=batch` upload whose filename does not end in `.jsonl`"),
         413: error_doc("Request body too large"),
@@ -66,7 +65,7 @@ async def add_upload_part(
 @router.post(
     "/{upload_id}/complete",
     response_model=UploadObject,
-    openapi_extra=UPLOAD_COMPLETE_OPENAPI,
+    openapi_extra=json_body(UploadCompleteRequest),
     responses={
         400: error_doc("Invalid request, or `part_ids` are not this upload's parts totalling its `bytes`"),
         413: error_doc("Request body too large"),

@@ -7,20 +7,20 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Depends, Query, Request
 
 from app.api.deps import ProjectDep, SessionDep, SettingsDep
-from app.schemas.common import ERROR_RESPONSES, ListPage, Responses, error_doc
+from app.schemas.common import ERROR_RESPONSES, ListPage, Responses, error_doc, json_body
 from app.schemas.webhooks import (
     BATCH_EVENT_TYPES,
-    ROTATE_SECRET_OPENAPI,
-    TEST_EVENT_OPENAPI,
-    WEBHOOK_CREATE_OPENAPI,
-    WEBHOOK_UPDATE_OPENAPI,
     EventTypeList,
+    RotateSecretParams,
     RotateSecretRequest,
+    TestEventParams,
     TestRequest,
     WebhookEndpointCreate,
+    WebhookEndpointCreateParams,
     WebhookEndpointDeleted,
     WebhookEndpointObject,
     WebhookEndpointUpdate,
+    WebhookEndpointUpdateParams,
     WebhookEndpointWithSecret,
     WebhookTestResult,
 )
@@ -47,7 +47,7 @@ _URL_REFUSED: Responses = {400: error_doc("Invalid request, or a `url` whose hos
 @router.post(
     "/webhook_endpoints",
     response_model=WebhookEndpointWithSecret,
-    openapi_extra=WEBHOOK_CREATE_OPENAPI,
+    openapi_extra=json_body(WebhookEndpointCreateParams),
     responses=_URL_REFUSED,
 )
 async def create_endpoint(
@@ -78,7 +78,7 @@ async def retrieve_endpoint(endpoint_id: str, project: ProjectDep, hooks: Webhoo
 @router.post(
     "/webhook_endpoints/{endpoint_id}",
     response_model=WebhookEndpointObject,
-    openapi_extra=WEBHOOK_UPDATE_OPENAPI,
+    openapi_extra=json_body(WebhookEndpointUpdateParams, required=False),
     responses=_URL_REFUSED,
 )
 async def update_endpoint(
@@ -99,7 +99,7 @@ async def delete_endpoint(endpoint_id: str, project: ProjectDep, hooks: WebhookS
 @router.post(
     "/webhook_endpoints/{endpoint_id}/rotate_secret",
     response_model=WebhookEndpointWithSecret,
-    openapi_extra=ROTATE_SECRET_OPENAPI,
+    openapi_extra=json_body(RotateSecretParams, required=False),
 )
 async def rotate_secret(
     endpoint_id: str,
@@ -115,7 +115,7 @@ async def rotate_secret(
 @router.post(
     "/webhook_endpoints/{endpoint_id}/test",
     response_model=WebhookTestResult,
-    openapi_extra=TEST_EVENT_OPENAPI,
+    openapi_extra=json_body(TestEventParams),
     responses={400: error_doc("Invalid request, or the receiver could not be reached")},
 )
 async def test_endpoint(

@@ -4,6 +4,8 @@ ApiErrors with it, the OpenAPI document declares it, and upstream lines without 
 from __future__ import annotations
 
 import errno
+from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -122,3 +124,45 @@ DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 def is_disk_full(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS
+
+
+# pydantic error type -> OpenAI error code for query/body parameters.
+_VALIDATION_CODES = {
+    "less_than_equal": "integer_above_max_value",
+    "less_than": "integer_above_max_value",
+    "greater_than_equal": "integer_below_min_value",
+    "greater_than": "integer_below_min_value",
+    "missing": "missing_required_parameter",
+    "int_parsing": "invalid_type",
+    "int_type": "invalid_type",
+    "string_type": "invalid_type",
+    "literal_error": "invalid_value",
+    "enum": "invalid_value",
+}
+
+
+def invalid_request_from(errors: Sequence[Any]) -> InvalidRequest:
+    """The 400 for pydantic's validation errors (of a query, a body, or a request model that a
+    service validates): the first error, worded as OpenAI words it."""
+    first = errors[0]
+    loc = [str(p) for p in first.get("loc", ()) if p not in ("query", "body", "path", "header")]
+    param = ".".join(loc) or None
+    kind = first.get("type", "")
+    code = _VALIDATION_CODES.get(kind, "invalid_value")
+    value = first.get("input")
+    context = first.get("ctx") or {}
+    if kind == "missing":
+        message = f"Missing required parameter: '{param}'."
+    elif kind in ("less_than_equal", "less_than"):
+        bound = context.get("le", context.get("lt"))
+        message = (
+            f"Invalid '{param}': integer above maximum value. Expected a value <= {bound}, but got {value} instead."
+        )
+    elif kind in ("greater_than_equal", "greater_than"):
+        bound = context.get("ge", context.get("gt"))
+        message = (
+            f"Invalid '{param}': integer below minimum value. Expected a value >= {bound}, but got {value} instead."
+        )
+    else:
+        message = f"Invalid value for '{param}': {first.get('msg', 'invalid')}."
+    return InvalidRequest(message, param=param, code=code)

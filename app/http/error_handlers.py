@@ -14,23 +14,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from app.core.anthropic_api import anthropic_error, is_anthropic_route
-from app.core.errors import ApiError, InsufficientStorage, InvalidRequest, ServiceUnavailable, is_disk_full
+from app.core.errors import (
+    ApiError,
+    InsufficientStorage,
+    InvalidRequest,
+    ServiceUnavailable,
+    invalid_request_from,
+    is_disk_full,
+)
 
 log = logging.getLogger("batchd.errors")
-
-# pydantic error type -> OpenAI error code for query/body parameters.
-_VALIDATION_CODES = {
-    "less_than_equal": "integer_above_max_value",
-    "less_than": "integer_above_max_value",
-    "greater_than_equal": "integer_below_min_value",
-    "greater_than": "integer_below_min_value",
-    "missing": "missing_required_parameter",
-    "int_parsing": "invalid_type",
-    "int_type": "invalid_type",
-    "string_type": "invalid_type",
-    "literal_error": "invalid_value",
-    "enum": "invalid_value",
-}
 
 
 def _respond(request: Request, error: ApiError) -> JSONResponse:
@@ -45,28 +38,7 @@ def _respond(request: Request, error: ApiError) -> JSONResponse:
 
 
 def _validation_error(exc: RequestValidationError) -> InvalidRequest:
-    first = exc.errors()[0]
-    loc = [str(p) for p in first.get("loc", ()) if p not in ("query", "body", "path", "header")]
-    param = ".".join(loc) or None
-    kind = first.get("type", "")
-    code = _VALIDATION_CODES.get(kind, "invalid_value")
-    value = first.get("input")
-    context = first.get("ctx") or {}
-    if kind == "missing":
-        message = f"Missing required parameter: '{param}'."
-    elif kind in ("less_than_equal", "less_than"):
-        bound = context.get("le", context.get("lt"))
-        message = (
-            f"Invalid '{param}': integer above maximum value. Expected a value <= {bound}, but got {value} instead."
-        )
-    elif kind in ("greater_than_equal", "greater_than"):
-        bound = context.get("ge", context.get("gt"))
-        message = (
-            f"Invalid '{param}': integer below minimum value. Expected a value >= {bound}, but got {value} instead."
-        )
-    else:
-        message = f"Invalid value for '{param}': {first.get('msg', 'invalid')}."
-    return InvalidRequest(message, param=param, code=code)
+    return invalid_request_from(exc.errors())
 
 
 def _is_lock_error(exc: OperationalError) -> bool:

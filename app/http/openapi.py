@@ -3,13 +3,16 @@ OpenAI's envelope, never FastAPI's 422 `HTTPValidationError`."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
+from pydantic import BaseModel
 
 from app.core.errors import ErrorResponse
+from app.schemas.common import BODY_MODEL, BODY_MODELS
 
 ENVELOPE_REF = {"$ref": "#/components/schemas/ErrorResponse"}
 
@@ -22,12 +25,9 @@ def install_openapi(app: FastAPI) -> None:
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         for name in ("HTTPValidationError", "ValidationError"):
             components.pop(name, None)
-        components.setdefault(
-            "ErrorResponse", ErrorResponse.model_json_schema(ref_template="#/components/schemas/{model}")
-        )
-        for defs_name, defs in components["ErrorResponse"].pop("$defs", {}).items():
-            components.setdefault(defs_name, defs)
+        _add_component(components, ErrorResponse)
         _documented_bodies_replace_generated(app, schema)
+        _drop_unreferenced(components, schema)
         _add_links(schema)
         for path in schema.get("paths", {}).values():
             for operation in path.values():
@@ -43,20 +43,48 @@ def install_openapi(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented override
 
 
+def _add_component(components: dict, model: type[BaseModel]) -> None:
+    """`model`'s own JSON schema (validation mode) as a named component, its nested models beside
+    it. They replace FastAPI's rendering of the same models, if any (for a body FastAPI validates
+    too, it renders them with small differences, e.g. a `default` of `null` left out)."""
+    own = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    components.update({**own.pop("$defs", {}), model.__name__: own})
+
+
 def _documented_bodies_replace_generated(app: FastAPI, schema: dict) -> None:
-    """A route that documents its request body in `openapi_extra` (parsed loosely so the service
+    """A route that documents its request body in `openapi_extra` (read loosely so the service
     answers with OpenAI's messages) gets exactly that body: FastAPI would merge it into the
-    loose model's schema, documenting both."""
+    loose model's schema, documenting both. A JSON body's schema is the model that validates it
+    (app/schemas/common.py `json_body`)."""
+    components = schema["components"]["schemas"]
     for route in app.routes:
         if not isinstance(route, APIRoute):
             continue
         body = (route.openapi_extra or {}).get("requestBody")
         if body is None:
             continue
+        model_name = (route.openapi_extra or {}).get(BODY_MODEL)
+        if model_name is not None:
+            _add_component(components, BODY_MODELS[model_name])
         for method in route.methods:
             operation = schema.get("paths", {}).get(route.path_format, {}).get(method.lower())
             if operation is not None:
                 operation["requestBody"] = body
+                operation.pop(BODY_MODEL, None)
+
+
+_REF = re.compile(r'"\$ref": "#/components/schemas/([^"]+)"')
+
+
+def _drop_unreferenced(components: dict, schema: dict) -> None:
+    """Components no longer referenced (the loose parsing models of replaced bodies) go."""
+    while True:
+        used = set(_REF.findall(json.dumps(schema)))
+        unused = [name for name in components if name not in used]
+        if not unused:
+            return
+        for name in unused:
+            del components[name]
 
 
 # OpenAPI links: which operations take what another one's 200 returns, so a client (or a stateful
@@ -64,11 +92,14 @@ def _documented_bodies_replace_generated(app: FastAPI, schema: dict) -> None:
 # path, value of the target's one path parameter or, for a body, the body with expressions).
 _ID = "$response.body#/id"
 _FILE_ID = "$response.body#/file/id"
+_BATCH_FROM = {"input_file_id": _ID, "endpoint": "/v1/chat/completions", "completion_window": "24h"}
 _LINKS: dict[tuple[str, str], list[tuple[str, str, str | dict]]] = {
     ("post", "/v1/files"): [
         ("get", "/v1/files/{file_id}", _ID),
         ("get", "/v1/files/{file_id}/content", _ID),
         ("delete", "/v1/files/{file_id}", _ID),
+        # A purpose=batch file is a batch's input file.
+        ("post", "/v1/batches", _BATCH_FROM),
     ],
     ("post", "/v1/uploads"): [
         ("post", "/v1/uploads/{upload_id}/parts", _ID),
@@ -84,16 +115,25 @@ _LINKS: dict[tuple[str, str], list[tuple[str, str, str | dict]]] = {
         ("get", "/v1/files/{file_id}/content", _FILE_ID),
         ("delete", "/v1/files/{file_id}", _FILE_ID),
         # A completed purpose=batch upload is a batch's input file.
-        (
-            "post",
-            "/v1/batches",
-            {"input_file_id": _FILE_ID, "endpoint": "/v1/chat/completions", "completion_window": "24h"},
-        ),
+        ("post", "/v1/batches", {**_BATCH_FROM, "input_file_id": _FILE_ID}),
     ],
     ("post", "/v1/batches"): [
         ("get", "/v1/batches/{batch_id}", _ID),
         ("post", "/v1/batches/{batch_id}/cancel", _ID),
         ("get", "/v1/files/{file_id}", "$response.body#/input_file_id"),
+    ],
+    ("post", "/v1/batches/{batch_id}/cancel"): [("get", "/v1/batches/{batch_id}", _ID)],
+    ("post", "/v1/messages/batches"): [
+        ("get", "/v1/messages/batches/{message_batch_id}", _ID),
+        ("post", "/v1/messages/batches/{message_batch_id}/cancel", _ID),
+        ("get", "/v1/messages/batches/{message_batch_id}/results", _ID),
+        ("delete", "/v1/messages/batches/{message_batch_id}", _ID),
+    ],
+    # Results and delete answer once the batch has ended, which a cancelled one soon has.
+    ("post", "/v1/messages/batches/{message_batch_id}/cancel"): [
+        ("get", "/v1/messages/batches/{message_batch_id}", _ID),
+        ("get", "/v1/messages/batches/{message_batch_id}/results", _ID),
+        ("delete", "/v1/messages/batches/{message_batch_id}", _ID),
     ],
     ("get", "/v1/models"): [("get", "/v1/models/{model_id}", "$response.body#/data/0/id")],
     ("post", "/v1/webhook_endpoints"): [
@@ -103,6 +143,15 @@ _LINKS: dict[tuple[str, str], list[tuple[str, str, str | dict]]] = {
         ("post", "/v1/webhook_endpoints/{endpoint_id}/test", _ID),
         ("delete", "/v1/webhook_endpoints/{endpoint_id}", _ID),
     ],
+    # An endpoint read, changed or given a new secret can be sent a test event.
+    **{
+        source: [("post", "/v1/webhook_endpoints/{endpoint_id}/test", _ID)]
+        for source in (
+            ("get", "/v1/webhook_endpoints/{endpoint_id}"),
+            ("post", "/v1/webhook_endpoints/{endpoint_id}"),
+            ("post", "/v1/webhook_endpoints/{endpoint_id}/rotate_secret"),
+        )
+    },
 }
 
 

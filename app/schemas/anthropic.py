@@ -5,9 +5,23 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 MessageBatchProcessingStatus = Literal["in_progress", "canceling", "ended"]
+
+
+class MessageBatchRequest(BaseModel):
+    custom_id: str = Field(pattern="^[a-zA-Z0-9_-]{1,64}$")
+    params: dict[str, Any] = Field(description="A Messages API request body.")
+
+
+class MessageBatchCreateParams(BaseModel):
+    """The body of `POST /v1/messages/batches`. Each custom_id is unique within the list, and the
+    list has at most the server's BATCHD_MAX_MESSAGE_BATCH_REQUESTS items (checked by the service)."""
+
+    # The service validates every body with this model after its own checks (which word the
+    # common mistakes as Anthropic does), and /openapi.json states exactly its schema.
+    requests: list[MessageBatchRequest] = Field(min_length=1)
 
 
 class MessageBatchRequestCounts(BaseModel):
@@ -75,33 +89,4 @@ ANTHROPIC_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 CREATE_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     413: _error_doc("Request body too large"),
     429: _error_doc("The project's active-batch limit is reached"),
-}
-
-# The request body, documented (the route reads it itself, to bound its memory).
-MESSAGE_BATCH_CREATE_OPENAPI: dict = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "required": ["requests"],
-                    "properties": {
-                        "requests": {
-                            "type": "array",
-                            "minItems": 1,
-                            "items": {
-                                "type": "object",
-                                "required": ["custom_id", "params"],
-                                "properties": {
-                                    "custom_id": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"},
-                                    "params": {"type": "object", "description": "A Messages API request body."},
-                                },
-                            },
-                        }
-                    },
-                }
-            }
-        },
-    }
 }

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue
 
-from app.core.endpoints import OPENAI_BATCH_ENDPOINTS
+from app.core.config import Settings
+from app.core.endpoints import OPENAI_BATCH_ENDPOINTS, normalize_endpoint
 from app.core.statuses import BatchStatus
 from app.db.models import Batch
 from app.schemas.common import LiteralOf
-
-
-class ExpiresAfter(BaseModel):
-    anchor: Any = None
-    seconds: Any = None
 
 
 class BatchCreateRequest(BaseModel):
@@ -30,43 +26,37 @@ class BatchCreateRequest(BaseModel):
     output_expires_after: Any = None
 
 
-# The request body as documented (/openapi.json): what the service accepts, stated exactly, so
-# clients and fuzzers see the real contract rather than the loose parsing model above.
-# Metadata and expiry bounds are OpenAI's (spec section 8); completion_window lists OpenAI's
-# value (a server may accept more, e.g. BATCHD_COMPLETION_WINDOWS).
-_EXPIRY_SECONDS = {"type": "integer", "minimum": 3600, "maximum": 2_592_000}
-BATCH_CREATE_OPENAPI = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "required": ["input_file_id", "endpoint", "completion_window"],
-                    "properties": {
-                        "input_file_id": {"type": "string", "minLength": 1},
-                        "endpoint": {"type": "string", "enum": sorted(OPENAI_BATCH_ENDPOINTS)},
-                        "completion_window": {"type": "string", "enum": ["24h"]},
-                        "metadata": {
-                            "type": ["object", "null"],
-                            "maxProperties": 16,
-                            "propertyNames": {"maxLength": 64},
-                            "additionalProperties": {"type": "string", "maxLength": 512},
-                        },
-                        "output_expires_after": {
-                            "type": ["object", "null"],
-                            "required": ["anchor", "seconds"],
-                            "properties": {
-                                "anchor": {"type": "string", "enum": ["created_at"]},
-                                "seconds": _EXPIRY_SECONDS,
-                            },
-                        },
-                    },
-                }
-            }
-        },
-    }
-}
+_DEFAULT_WINDOWS: list[JsonValue] = list(Settings.model_fields["completion_windows"].default.split(","))
+
+
+def _canonical_endpoint(value: Any) -> Any:
+    return normalize_endpoint(value) or value
+
+
+class OutputExpiresAfter(BaseModel):
+    anchor: Literal["created_at"]
+    seconds: int = Field(ge=3600, le=2_592_000)
+
+
+class BatchCreateParams(BaseModel):
+    """The body of `POST /v1/batches`. Bounds are OpenAI's; `endpoint` may also be spelled the
+    Azure way (`/chat/completions`); `completion_window` is one of the server's configured
+    windows (default `24h`, `1h`)."""
+
+    # The service validates every body with this model after its own checks (which word the
+    # common mistakes as OpenAI does), and /openapi.json states exactly its schema.
+
+    model_config = ConfigDict(extra="allow")  # unknown keys are tolerated (LiteLLM adds its own)
+
+    input_file_id: str = Field(min_length=1)
+    endpoint: Annotated[str, LiteralOf(sorted(OPENAI_BATCH_ENDPOINTS)), BeforeValidator(_canonical_endpoint)]
+    # The windows are a setting (BATCHD_COMPLETION_WINDOWS), so the service checks them; the
+    # document lists the default ones.
+    completion_window: str = Field(json_schema_extra={"enum": _DEFAULT_WINDOWS})
+    metadata: dict[Annotated[str, Field(max_length=64)], Annotated[str, Field(max_length=512)]] | None = Field(
+        default=None, max_length=16
+    )
+    output_expires_after: OutputExpiresAfter | None = None
 
 
 class BatchError(BaseModel):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, GetCoreSchemaHandler
+from pydantic import BaseModel, GetCoreSchemaHandler, ValidationError
 from pydantic_core import CoreSchema, core_schema
 
-from app.core.errors import ErrorResponse
+from app.core.errors import ErrorResponse, invalid_request_from
 
 T = TypeVar("T")
 
@@ -49,20 +50,52 @@ def error_doc(description: str) -> dict[str, Any]:
     return {"model": ErrorResponse, "description": description}
 
 
-def multipart_openapi(required: list[str], properties: dict) -> dict:
+def multipart_openapi(required: list[str], properties: dict, encoding: dict | None = None) -> dict:
     """`openapi_extra` documenting a multipart body that a route parses by hand from the stream
     (so it never sits in memory) instead of declaring it as parameters."""
-    schema = {"type": "object", "required": required, "properties": properties}
-    return {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": schema}}}}
+    content: dict[str, Any] = {"schema": {"type": "object", "required": required, "properties": properties}}
+    if encoding:
+        content["encoding"] = encoding
+    return {"requestBody": {"required": True, "content": {"multipart/form-data": content}}}
+
+
+# The key of `openapi_extra` that names a JSON body's model (one of BODY_MODELS); app/http/openapi.py
+# takes it out of the document and adds that model's schema to the document's components.
+BODY_MODEL = "x-batchd-body-model"
+BODY_MODELS: dict[str, type[BaseModel]] = {}
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def json_body(model: type[BaseModel], *, required: bool = True) -> dict[str, Any]:
+    """`openapi_extra` of a route whose JSON body is read loosely (so the service can first answer
+    with OpenAI's own messages) and then validated by `model` (`validated`): the document states
+    exactly that model's schema, so the two cannot drift."""
+    if BODY_MODELS.setdefault(model.__name__, model) is not model:
+        raise RuntimeError(f"two body models named {model.__name__}")
+    schema: dict[str, Any] = {"$ref": f"#/components/schemas/{model.__name__}"}
+    if not required:  # a JSON null is read as no body
+        schema = {"anyOf": [schema, {"type": "null"}]}
+    body = {"required": required, "content": {"application/json": {"schema": schema}}}
+    return {"requestBody": body, BODY_MODEL: model.__name__}
+
+
+def validated(model: type[M], data: Any) -> M:
+    """`data` validated by `model`; a 400 in OpenAI's words (the first error) if it is not valid."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise invalid_request_from(exc.errors()) from None
 
 
 class LiteralOf:
-    """Marks a str field that takes exactly the values of one of app/core/statuses.py's enums: it
-    validates and is documented as the Literal of those values, an inline string enum as in
-    OpenAI's spec. (A field typed with the enum itself would make FastAPI add a named schema.)"""
+    """Marks a str field that takes exactly the values of one of app/core/statuses.py's enums (or
+    of a set of strings): it validates and is documented as the Literal of those values, an inline
+    string enum as in OpenAI's spec. (A field typed with the enum itself would make FastAPI add a
+    named schema.)"""
 
-    def __init__(self, enum: type[StrEnum]) -> None:
-        self.values = [member.value for member in enum]
+    def __init__(self, values: type[StrEnum] | Iterable[str]) -> None:
+        self.values = [getattr(value, "value", value) for value in values]
 
     def __get_pydantic_core_schema__(self, source: type, handler: GetCoreSchemaHandler) -> CoreSchema:
         return core_schema.literal_schema(self.values)

@@ -48,4 +48,16 @@ FILE_UPLOAD_OPENAPI = multipart_openapi(
         "expires_after[anchor]": {"type": "string", "enum": ["created_at"]},
         "expires_after[seconds]": {"type": "integer", "minimum": 3600, "maximum": 2592000},
     },
+    # The file part's filename becomes the File's name; a purpose=batch file's must end in .jsonl.
+    encoding={
+        "file": {
+            "headers": {
+                "Content-Disposition": {
+                    "description": "`filename` is the File's name; for `purpose=batch` it must end in `.jsonl`.",
+                    "schema": {"type": "string"},
+                    "example": 'form-data; name="file"; filename="batch.jsonl"',
+                }
+            }
+        }
+    },
 )

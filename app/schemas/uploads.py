@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from app.core.config import Settings
 from app.core.purposes import UPLOAD_PURPOSES
 from app.core.statuses import UploadStatus
 from app.db.models import File, Upload
@@ -45,10 +46,38 @@ class UploadCreateRequest(BaseModel):
     expires_after: UploadExpiresAfter | None = None
 
 
+# The byte limits are settings (BATCHD_MAX_UPLOAD_BYTES; purpose=batch: BATCHD_MAX_BATCH_FILE_BYTES),
+# so the service checks them; the document states the defaults.
+_DEFAULT_MAX_BYTES = Settings.model_fields["max_upload_bytes"].default
+_DEFAULT_MAX_BATCH_BYTES = Settings.model_fields["max_batch_file_bytes"].default
+
+
+class UploadCreateParams(UploadCreateRequest):
+    """The body of `POST /v1/uploads`. `filename` is any name: it is kept as metadata, reduced to
+    a safe basename of at most 255 bytes; for `purpose=batch` that name must end in `.jsonl`."""
+
+    # The service validates every body with this model after its own checks (which word the
+    # common mistakes as OpenAI does), and /openapi.json states exactly its schema.
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "if": {"properties": {"purpose": {"const": "batch"}}},
+            "then": {"properties": {"bytes": {"maximum": _DEFAULT_MAX_BATCH_BYTES}}},
+        },
+    )
+
+    bytes: Integer = Field(ge=0, json_schema_extra={"maximum": _DEFAULT_MAX_BYTES})
+    purpose: Annotated[str, LiteralOf(UPLOAD_PURPOSES)]
+
+
 class UploadCompleteRequest(BaseModel):
+    """The body of `POST /v1/uploads/{upload_id}/complete`."""
+
+    # The route validates the body with this model, and /openapi.json states exactly its schema.
     model_config = ConfigDict(extra="allow")
 
     part_ids: list[str] = Field(max_length=10_000)
+    # null is as good as leaving it out.
     md5: str | None = Field(default=None, max_length=64)
 
 
@@ -89,52 +118,3 @@ class UploadPartObject(BaseModel):
 
 
 UPLOAD_PART_OPENAPI = multipart_openapi(["data"], {"data": {"type": "string", "format": "binary"}})
-
-
-def _json_body(schema: dict) -> dict:
-    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
-
-
-# The bodies as documented (/openapi.json): what the service accepts, stated exactly (the parsing
-# models above are looser so the service can answer with OpenAI's own messages). Sizes are the
-# defaults (BATCHD_MAX_UPLOAD_BYTES; purpose=batch: BATCHD_MAX_BATCH_FILE_BYTES).
-UPLOAD_CREATE_OPENAPI = _json_body(
-    {
-        "type": "object",
-        "required": ["bytes", "filename", "mime_type", "purpose"],
-        "properties": {
-            "bytes": {"type": "integer", "minimum": 0, "maximum": 8 * 1024**3},
-            # Any name: it is kept as metadata, reduced to a safe basename of at most 255 bytes.
-            "filename": {"type": "string", "minLength": 1, "maxLength": 4096},
-            "mime_type": {"type": "string", "minLength": 1, "maxLength": 256},
-            "purpose": {"type": "string", "enum": list(UPLOAD_PURPOSES)},
-            "expires_after": {
-                "type": ["object", "null"],
-                "required": ["anchor", "seconds"],
-                "properties": {
-                    "anchor": {"type": "string", "enum": ["created_at"]},
-                    "seconds": {
-                        "type": "integer",
-                        "minimum": MIN_FILE_EXPIRY_SECONDS,
-                        "maximum": MAX_FILE_EXPIRY_SECONDS,
-                    },
-                },
-            },
-        },
-        # Batch input: at most the batch-file limit, and (a 400 described in words, since it is
-        # checked on the name as stored) a name ending in .jsonl.
-        "if": {"properties": {"purpose": {"const": "batch"}}},
-        "then": {"properties": {"bytes": {"maximum": 200 * 1024**2}}},
-    }
-)
-UPLOAD_COMPLETE_OPENAPI = _json_body(
-    {
-        "type": "object",
-        "required": ["part_ids"],
-        "properties": {
-            "part_ids": {"type": "array", "items": {"type": "string"}, "maxItems": 10_000},
-            # null is as good as leaving it out (the parsing model above says so too).
-            "md5": {"type": ["string", "null"], "maxLength": 64},
-        },
-    }
-)

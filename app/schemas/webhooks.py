@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.core.statuses import WebhookEndpointStatus
 from app.core.webhook_signing import secret_hint
@@ -99,51 +99,52 @@ class EventTypeList(BaseModel):
     data: list[str]
 
 
-def _json_body(schema: dict, *, required: bool) -> dict:
-    return {"requestBody": {"required": required, "content": {"application/json": {"schema": schema}}}}
+# The bodies as the services enforce them (after their own checks, which word the common
+# mistakes), and as /openapi.json states them. Whether a URL's host may receive webhooks (it must
+# resolve to a public address unless BATCHD_WEBHOOK_ALLOW_HOSTS lists it) depends on DNS, which no
+# schema states: that is a 400 the documents describe in words.
+Url = Annotated[
+    str,
+    Field(
+        max_length=MAX_URL,
+        pattern="^https?://[A-Za-z0-9-]{1,63}(\\.[A-Za-z0-9-]{1,63})*(:[0-9]{1,5})?(/[^\\s]*)?$",
+        examples=["https://example.com/webhooks/batchd"],
+    ),
+]
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME, pattern="\\S")]
+EventType = Annotated[str, LiteralOf(BATCH_EVENT_TYPES)]
+EventTypes = Annotated[list[EventType], Field(min_length=1)]
 
 
-# The bodies as documented (/openapi.json): what the service accepts, stated exactly (the parsing
-# models above are loose so the service answers with its own messages). Whether a URL's host may
-# receive webhooks (it must resolve to a public address unless BATCHD_WEBHOOK_ALLOW_HOSTS lists
-# it) depends on DNS, which no schema states: that is a 400 the documents describe in words.
-_URL = {
-    "type": "string",
-    "maxLength": MAX_URL,
-    "pattern": "^https?://[A-Za-z0-9-]{1,63}(\\.[A-Za-z0-9-]{1,63})*(:[0-9]{1,4})?(/[^\\s]*)?$",
-    "examples": ["https://example.com/webhooks/batchd"],
-}
-_NAME = {"type": "string", "minLength": 1, "maxLength": MAX_NAME, "pattern": "\\S"}
-_EVENT_TYPES = {"type": "array", "minItems": 1, "items": {"type": "string", "enum": list(BATCH_EVENT_TYPES)}}
-WEBHOOK_CREATE_OPENAPI = _json_body(
-    {
-        "type": "object",
-        "required": ["url", "name", "event_types"],
-        "properties": {"url": _URL, "name": _NAME, "event_types": _EVENT_TYPES},
-    },
-    required=True,
-)
-WEBHOOK_UPDATE_OPENAPI = _json_body(
-    {
-        "type": ["object", "null"],
-        "properties": {
-            "url": {"type": ["string", "null"], **{k: v for k, v in _URL.items() if k != "type"}},
-            "name": {"type": ["string", "null"], **{k: v for k, v in _NAME.items() if k != "type"}},
-            "event_types": {**_EVENT_TYPES, "type": ["array", "null"]},
-            "status": {"type": ["string", "null"], "enum": [*(s.value for s in WebhookEndpointStatus), None]},
-        },
-    },
-    required=False,
-)
-ROTATE_SECRET_OPENAPI = _json_body(
-    {"type": ["object", "null"], "properties": {"keep_old_secret_active_for_24_hours": {"type": ["boolean", "null"]}}},
-    required=False,
-)
-TEST_EVENT_OPENAPI = _json_body(
-    {
-        "type": "object",
-        "required": ["event_type"],
-        "properties": {"event_type": {"type": "string", "enum": list(BATCH_EVENT_TYPES)}},
-    },
-    required=True,
-)
+class WebhookEndpointCreateParams(BaseModel):
+    """The body of `POST /v1/webhook_endpoints`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    url: Url
+    name: Name
+    event_types: EventTypes
+
+
+class WebhookEndpointUpdateParams(BaseModel):
+    """The body of `POST /v1/webhook_endpoints/{endpoint_id}`: what is given changes;
+    `status: "enabled"` re-enables a disabled endpoint."""
+
+    model_config = ConfigDict(extra="allow")
+
+    url: Url | None = None
+    name: Name | None = None
+    event_types: EventTypes | None = None
+    status: Annotated[str, LiteralOf(WebhookEndpointStatus)] | None = None
+
+
+class RotateSecretParams(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    keep_old_secret_active_for_24_hours: bool | None = None
+
+
+class TestEventParams(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    event_type: EventType

@@ -26,7 +26,8 @@ from app.db.models import Batch
 from app.db.repositories.base import Page, UnknownCursor
 from app.db.repositories.batches import BatchRepository
 from app.db.repositories.files import FileRepository
-from app.schemas.batches import BatchCreateRequest
+from app.schemas.batches import BatchCreateParams, BatchCreateRequest
+from app.schemas.common import validated
 from app.services.quotas import check_batch_create
 
 BATCH_ENDPOINTS = (CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, SCORE, RERANK, RESPONSES, TRANSCRIPTIONS, TRANSLATIONS)
@@ -69,6 +70,7 @@ class BatchService:
             raise InvalidRequest(
                 "Invalid type for 'input_file_id': expected a string.", param="input_file_id", code="invalid_type"
             )
+        validated(BatchCreateParams, request.model_dump())  # what /openapi.json states, all of it
         await check_batch_create(self.session, self.settings, project)
         now = int(time.time())
         input_file = await self.files.get(project, request.input_file_id)

@@ -25,7 +25,13 @@ from app.db.models import Batch
 from app.db.repositories.base import Page, UnknownCursor
 from app.db.repositories.files import FileRepository
 from app.db.repositories.message_batches import MessageBatchRepository
-from app.schemas.anthropic import MessageBatch, MessageBatchProcessingStatus, MessageBatchRequestCounts
+from app.schemas.anthropic import (
+    MessageBatch,
+    MessageBatchCreateParams,
+    MessageBatchProcessingStatus,
+    MessageBatchRequestCounts,
+)
+from app.schemas.common import validated
 from app.services.batches import BatchService
 from app.services.files import commit_new_file, new_file_id
 from app.services.message_results import converted_lines, errored, same_result_lines
@@ -179,6 +185,7 @@ class MessageBatchService:
             seen.add(custom_id)
             if not isinstance(params, dict):
                 raise InvalidRequest(f"{where}.params: Input should be an object.", param=f"{where}.params")
+        validated(MessageBatchCreateParams, body)
         return requests
 
     async def get(self, project: str, batch_id: str) -> Batch:

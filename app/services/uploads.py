@@ -25,7 +25,8 @@ from app.db.engine import Database
 from app.db.models import File, Upload, UploadPart
 from app.db.repositories.files import FileRepository
 from app.db.repositories.uploads import UploadRepository
-from app.schemas.uploads import UploadCompleteRequest, UploadCreateRequest
+from app.schemas.common import validated
+from app.schemas.uploads import UploadCompleteRequest, UploadCreateParams, UploadCreateRequest
 from app.services.files import MULTIPART_OVERHEAD_BYTES, commit_new_file, new_file_id, sanitize_filename
 from app.services.quotas import check_upload
 from app.services.unit_of_work import after_commit, on_rollback
@@ -96,6 +97,7 @@ class UploadService:
         filename = sanitize_filename(request.filename)
         if request.purpose == "batch" and not filename.lower().endswith(".jsonl"):
             raise InvalidRequest("Invalid file format for Batch API. Must be .jsonl", param="filename")
+        validated(UploadCreateParams, request.model_dump())  # what /openapi.json states, all of it
         await check_upload(self.session, self.settings, project, request.bytes)
         now = int(time.time())
         upload = Upload(

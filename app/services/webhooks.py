@@ -17,7 +17,17 @@ from app.db.engine import Database
 from app.db.models import WebhookEndpoint
 from app.db.repositories.base import Page, UnknownCursor
 from app.db.repositories.webhook_endpoints import WebhookEndpointRepository
-from app.schemas.webhooks import BATCH_EVENT_TYPES, MAX_NAME, WebhookEndpointCreate, WebhookEndpointUpdate
+from app.schemas.common import validated
+from app.schemas.webhooks import (
+    BATCH_EVENT_TYPES,
+    MAX_NAME,
+    RotateSecretParams,
+    TestEventParams,
+    WebhookEndpointCreate,
+    WebhookEndpointCreateParams,
+    WebhookEndpointUpdate,
+    WebhookEndpointUpdateParams,
+)
 from app.services import webhook_urls
 from app.services.webhook_delivery import AttemptResult, secrets_in_use, send_once
 from app.services.webhook_outbox import event_body, new_event_id
@@ -87,6 +97,7 @@ class WebhookService:
             created_at=now,
             updated_at=now,
         )
+        validated(WebhookEndpointCreateParams, request.model_dump())  # what /openapi.json states
         return await self.repo.add(endpoint)
 
     async def get(self, project: str, endpoint_id: str) -> WebhookEndpoint:
@@ -125,6 +136,7 @@ class WebhookService:
                 endpoint.status, changed = status, True
                 endpoint.disabled_reason = None if status == WebhookEndpointStatus.ENABLED else "Disabled by its owner."
                 endpoint.failing_since = None
+        validated(WebhookEndpointUpdateParams, request.model_dump())  # what /openapi.json states
         if changed:
             endpoint.updated_at = int(time.time())
             await self.session.flush()
@@ -142,6 +154,7 @@ class WebhookService:
                 param="keep_old_secret_active_for_24_hours",
                 code="invalid_type",
             )
+        validated(RotateSecretParams, {"keep_old_secret_active_for_24_hours": keep_old})  # the documented body
         endpoint = await self.get(project, endpoint_id)
         now = int(time.time())
         endpoint.previous_secret = endpoint.secret if keep_old else None
@@ -165,6 +178,7 @@ async def send_test_event(
             param="event_type",
             code="invalid_value",
         )
+    validated(TestEventParams, {"event_type": event_type})  # the documented body
     async with db.read() as session:
         endpoint = await WebhookService(session, settings).get(project, endpoint_id)
     event_id, now = new_event_id(), int(time.time())

@@ -127,3 +127,19 @@ def test_message_batch_results_whose_file_was_deleted_are_404_not_a_cut_stream(s
     assert (
         after.json()["error"]["type"] == "not_found_error" and "no longer available" in after.json()["error"]["message"]
     )
+
+
+@pytest.mark.parametrize("custom_id", ["a\n", "ok_1\n"])
+def test_a_custom_id_the_documented_pattern_refuses_is_refused(server, custom_id):
+    # Python's `$` also matches before a final newline, so the service's own check let these
+    # through while the document's pattern (the body model's) refuses them; the model now decides.
+    params = {"model": "m", "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}
+    response = httpx.post(
+        f"{_root(server)}/v1/messages/batches",
+        headers={"x-api-key": "key-a"},
+        json={"requests": [{"custom_id": custom_id, "params": params}]},
+    )
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert body["type"] == "error" and body["error"]["type"] == "invalid_request_error"
+    assert "requests.0.custom_id" in body["error"]["message"]
