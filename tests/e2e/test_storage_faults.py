@@ -2,8 +2,8 @@
 database is a private Postgres (never the machine's shared one). The lines run on the paced fake
 upstream: the faults are batchd's storage, not the engine's, and it starts in a second.
 
-- the blob disk is full when the batch finalizes: the batch stays `finalizing` and retries;
-  when space returns it completes with every line;
+- the blob disk is full under a batch: its checkpoints (finished lines' results are blobs) and
+  its finalize fail, and it retries; when space returns it completes with every line once;
 - Postgres stops mid-batch: requests answer 503 + Retry-After while it is down; when it is
   back the batch completes with every line exactly once.
 """
@@ -63,7 +63,7 @@ def _assert_every_line_once(client, batch, n: int) -> None:
     assert set(output) == {f"r{i}" for i in range(n)} and errors == {}
 
 
-def test_finalize_on_a_full_disk_waits_in_finalizing_and_loses_no_line(fault_client, fault_server):
+def test_a_full_blob_disk_holds_the_batch_and_loses_no_line(fault_client, fault_server):
     lines = [chat_line(f"r{i}", f"Count to {i}") for i in range(40)]
     file = upload(fault_client, lines)
     filler = fill(fault_server.data_dir / "blobs")
@@ -71,16 +71,15 @@ def test_finalize_on_a_full_disk_waits_in_finalizing_and_loses_no_line(fault_cli
         batch = fault_client.batches.create(
             input_file_id=file.id, endpoint="/v1/chat/completions", completion_window="24h"
         )
-        stuck = wait_for(fault_client, batch.id, statuses={"finalizing"})
-        # Several finalize attempts (backoff 1 s) fail for want of space; the batch waits.
+        # Finished lines are checkpointed as blobs (and the files are blobs too): every attempt
+        # fails for want of space and is retried after the backoff (1 s); the batch waits.
         wait_until(
             lambda: fault_server.log().count(f"work on batch {batch.id} stopped with an error") >= 3,
             timeout=60,
-            what="three failed finalize attempts",
+            what="three failed attempts",
         )
         stuck = fault_client.batches.retrieve(batch.id)
-        assert stuck.status == "finalizing" and stuck.output_file_id is None
-        assert stuck.request_counts.completed == 40
+        assert stuck.status in ("in_progress", "finalizing") and stuck.output_file_id is None
         assert "No space left on device" in fault_server.log()
     finally:
         filler.unlink()
