@@ -151,9 +151,12 @@ def test_cancel_mid_run_ends_with_finished_requests_succeeded_and_the_rest_cance
 
 
 def test_delete_ended_batch_only(client, model_server):
-    running = client.messages.batches.create(requests=[{"custom_id": "x", "params": _params(0, max_tokens=64)}])
+    # As long as the cancel test's: one short request could end before the delete arrives (CI).
+    requests = [{"custom_id": f"d-{i}", "params": _params(i, max_tokens=128)} for i in range(LONG_BATCH)]
+    running = client.messages.batches.create(requests=requests)
     with pytest.raises(anthropic.BadRequestError):
         client.messages.batches.delete(running.id)
+    client.messages.batches.cancel(running.id)
     _wait_ended(client, running.id)
     deleted = client.messages.batches.delete(running.id)
     assert (deleted.id, deleted.type) == (running.id, "message_batch_deleted")
