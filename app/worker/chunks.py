@@ -1,9 +1,9 @@
 """The checkpoint chunk: finished lines of one shard, stored together as one blob.
 
 Each line of the blob is `<line_no> <ok 0|1> <output or error line>`; the chunk's database row
-lists the line numbers it counts. A blob can hold a line its row does
-not count (a write retried after a commit whose answer was lost): readers keep only the counted
-ones, so every line is in the output once."""
+lists the line numbers it counts. A blob can hold a line its row does not count (a write
+retried after a commit whose answer was lost): readers keep only the counted ones, so every
+line is in the output once."""
 
 from __future__ import annotations
 
@@ -32,9 +32,10 @@ def decode(data: bytes, counted: set[int]) -> Iterator[tuple[int, bool, bytes]]:
     for raw in data.split(b"\n"):
         if not raw:
             continue
-        line_no, ok, line = raw.split(b" ", 2)
-        if int(line_no) in counted:
-            yield int(line_no), ok == b"1", line
+        number, ok, line = raw.split(b" ", 2)
+        line_no = int(number)
+        if line_no in counted:
+            yield line_no, ok == b"1", line
 
 
 class FinishedLine(NamedTuple):
