@@ -61,6 +61,23 @@ def pytest_generate_tests(metafunc):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "all_backends: also run on Postgres with local blobs")
+    config.addinivalue_line("markers", "ends_model_server: stops its backend's shared model server")
+
+
+def _backend_of(item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("backend") if callspec is not None else None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """A test that ends its backend's shared model server runs right after the last other test
+    on that backend (pytest has grouped the tests by backend by now: a backend's session
+    fixtures, the model server among them, end when the next backend's begin)."""
+    for item in [i for i in items if i.get_closest_marker("ends_model_server")]:
+        items.remove(item)
+        same_backend = [n for n, other in enumerate(items) if _backend_of(other) == _backend_of(item)]
+        items.insert(same_backend[-1] + 1 if same_backend else len(items), item)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -62,11 +62,52 @@ def _stable(value):
 MALFORMED = b"{this is not json\n" + jsonl([{"custom_id": "no-body", "method": "POST", "url": "/v1/chat/completions"}])
 
 
+class _ObjectStore(BaseHTTPRequestHandler):
+    """A stand-in for presigned S3 URLs: GET serves the input, PUT stores the output after
+    failing the first two attempts with 503."""
+
+    input_bytes = b""
+    put_attempts = 0
+    stored: bytes | None = None
+
+    def do_GET(self):  # noqa: N802
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(self.input_bytes)))
+        self.end_headers()
+        self.wfile.write(self.input_bytes)
+
+    def do_PUT(self):  # noqa: N802
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).put_attempts += 1
+        if self.put_attempts <= 2:
+            self.send_response(503)
+        else:
+            type(self).stored = body
+            self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+# An embedding input far over MiniLM's context: the engine answers it with a 400.
+TOO_LONG = {
+    "custom_id": "too-long",
+    "method": "POST",
+    "url": "/v1/embeddings",
+    "body": {"model": EMBED_MODEL, "input": " ".join(str(i) for i in range(4000))},
+}
+
+
 @dataclass
 class SeedRuns:
     results: dict[str, dict]  # the seeds' lines: {custom_id: result line}
     rejected: list[dict]  # the result lines of MALFORMED
     chat_stderr: bytes
+    put_attempts: int  # the embedding run's output PUTs (two 503s, then stored)
+    staging: Path  # the embedding run's --output-tmp-dir
+    errors: list[dict]  # the embedding run's --error-file lines
 
 
 # Session scope: pytest orders tests by backend, and a module-scoped fixture could run twice.
@@ -74,34 +115,57 @@ class SeedRuns:
 def seed_runs(tmp_path_factory) -> SeedRuns:
     """run-batch over the seeds' examples, once per built-in model and side by side (most of
     each run is its engine's single-threaded start): the chat lines (and MALFORMED) from stdin
-    to stdout, the embedding lines from a file to a file."""
+    to stdout; the embedding lines (and TOO_LONG) from a presigned GET URL to a presigned PUT
+    URL, with an error file and a staging directory."""
     tmp = tmp_path_factory.mktemp("seeds")
     chat_lines = _seed_inputs(CHAT_MODEL).splitlines(keepends=True)
-    source, out = tmp / "embed.jsonl", tmp / "embed.out.jsonl"
-    source.write_bytes(_seed_inputs(EMBED_MODEL))
-    with ThreadPoolExecutor() as pool:
-        chat_run = pool.submit(
-            _run_batch,
-            tmp / "chat",
-            "-i",
-            "-",
-            "-o",
-            "-",
-            "--model",
-            CHAT_MODEL,
-            stdin=chat_lines[0] + MALFORMED + b"".join(chat_lines[1:]),
-        )
-        embed_run = pool.submit(_run_batch, tmp / "embed", "-i", str(source), "-o", str(out), "--model", EMBED_MODEL)
-        chat, embed = chat_run.result(), embed_run.result()
+    _ObjectStore.input_bytes = _seed_inputs(EMBED_MODEL) + jsonl([TOO_LONG])
+    http = ThreadingHTTPServer(("127.0.0.1", 0), _ObjectStore)
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    bucket = f"http://127.0.0.1:{http.server_address[1]}/bucket"
+    errors, staging = tmp / "embed.errors.jsonl", tmp / "staging"
+    try:
+        with ThreadPoolExecutor() as pool:
+            chat_run = pool.submit(
+                _run_batch,
+                tmp / "chat",
+                "-i",
+                "-",
+                "-o",
+                "-",
+                "--model",
+                CHAT_MODEL,
+                stdin=chat_lines[0] + MALFORMED + b"".join(chat_lines[1:]),
+            )
+            embed_run = pool.submit(
+                _run_batch,
+                tmp / "embed",
+                "-i",
+                f"{bucket}/in.jsonl?X-Amz-Signature=abc",
+                "-o",
+                f"{bucket}/out.jsonl?X-Amz-Signature=def",
+                "--error-file",
+                str(errors),
+                "--output-tmp-dir",
+                str(staging),
+                "--model",
+                EMBED_MODEL,
+            )
+            chat, embed = chat_run.result(), embed_run.result()
+    finally:
+        http.shutdown()
     assert chat.returncode == 0, chat.stderr.decode()[-3000:]
     assert embed.returncode == 0, embed.stderr.decode()[-3000:]
-    assert b"done: " in embed.stderr
-    lines = [json.loads(raw) for raw in chat.stdout.splitlines() + out.read_bytes().splitlines()]
+    assert b"done: " in embed.stderr and _ObjectStore.stored is not None
+    lines = [json.loads(raw) for raw in chat.stdout.splitlines() + _ObjectStore.stored.splitlines()]
     rejected_ids = {None, "no-body"}
     return SeedRuns(
         results={line["custom_id"]: line for line in lines if line["custom_id"] not in rejected_ids},
         rejected=[line for line in lines if line["custom_id"] in rejected_ids],
         chat_stderr=chat.stderr,
+        put_attempts=_ObjectStore.put_attempts,
+        staging=staging,
+        errors=[json.loads(raw) for raw in errors.read_bytes().splitlines()],
     )
 
 
@@ -133,77 +197,21 @@ def test_stdin_to_stdout_with_a_malformed_line(seed_runs):
     assert f"done: {chat_ok + 2} lines (ok {chat_ok}, failed 2".encode() in seed_runs.chat_stderr
 
 
-class _ObjectStore(BaseHTTPRequestHandler):
-    """A stand-in for presigned S3 URLs: GET serves the input, PUT stores the output after
-    failing the first two attempts with 503."""
-
-    input_bytes = b""
-    put_attempts = 0
-    stored: bytes | None = None
-
-    def do_GET(self):  # noqa: N802
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(self.input_bytes)))
-        self.end_headers()
-        self.wfile.write(self.input_bytes)
-
-    def do_PUT(self):  # noqa: N802
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        type(self).put_attempts += 1
-        if self.put_attempts <= 2:
-            self.send_response(503)
-        else:
-            type(self).stored = body
-            self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
-def test_presigned_get_and_put_with_retries_and_an_error_file(tmp_path):
-    too_long = " ".join(str(i) for i in range(4000))
-    _ObjectStore.input_bytes = jsonl([chat_line(f"u{i}") for i in range(4)] + [chat_line("too-long", too_long)])
-    errors = tmp_path / "err.jsonl"
-    http = ThreadingHTTPServer(("127.0.0.1", 0), _ObjectStore)
-    threading.Thread(target=http.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{http.server_address[1]}"
-    try:
-        # --max-model-len is a vLLM engine flag, passed through to the engine.
-        done = _run_batch(
-            tmp_path,
-            "-i",
-            f"{base}/bucket/in.jsonl?X-Amz-Signature=abc",
-            "-o",
-            f"{base}/bucket/out.jsonl?X-Amz-Signature=def",
-            "--error-file",
-            str(errors),
-            "--output-tmp-dir",
-            str(tmp_path / "staging"),
-            "--model",
-            CHAT_MODEL,
-            "--max-model-len",
-            "1024",
-        )
-    finally:
-        http.shutdown()
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
-    assert _ObjectStore.put_attempts == 3
-    lines = [json.loads(raw) for raw in _ObjectStore.stored.splitlines()]
-    assert sorted(line["custom_id"] for line in lines) == [f"u{i}" for i in range(4)]
-    assert list((tmp_path / "staging").iterdir()) == []  # staged output removed after upload
+def test_presigned_get_and_put_with_retries_and_an_error_file(seed_runs):
+    assert seed_runs.put_attempts == 3
+    assert "too-long" not in seed_runs.results  # the output holds the lines that succeeded
+    assert list(seed_runs.staging.iterdir()) == []  # staged output removed after upload
     # Failures go to the error file, OpenAI style: the engine's 400 is a response, not an error.
-    failure = json.loads(errors.read_bytes())
+    (failure,) = seed_runs.errors
     assert failure["custom_id"] == "too-long" and failure["error"] is None
     assert failure["response"]["status_code"] == 400
-    assert "1024" in failure["response"]["body"]["error"]["message"]
+    assert "maximum context length" in failure["response"]["body"]["error"]["message"]
 
 
 def test_resume_after_sigkill_writes_each_line_once_and_leaves_no_engine_behind(tmp_path):
     """SIGKILL of run-batch alone (not its group): its engine processes are gone within 10 s.
     --resume then writes every custom_id once, and each invalid-JSON line's error once."""
-    total, not_json = 2000, {0, 7, 1000, 1999}
+    total, not_json = 1200, {0, 7, 600, 1199}
     source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     good = [jsonl([chat_line(f"r{i}", f"question {i}", max_tokens=24)]) for i in range(total)]
     for at in sorted(not_json):  # ascending: each lands at index `at`

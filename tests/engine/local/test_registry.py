@@ -1,7 +1,9 @@
 """EngineRegistry against real vLLM engines on the two built-in models.
 
 Engines start once for the module (see conftest). The engine-death test must
-stay last: it kills the engines the other tests share.
+stay last: it kills the engines the other tests share. The module runs in a pytest session of
+its own, started by test_clean_exit.py; to run it alone:
+`BATCHD_REGISTRY_TESTS_SESSION=1 pytest tests/engine/local/test_registry.py`.
 """
 
 from __future__ import annotations
