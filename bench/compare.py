@@ -1,13 +1,19 @@
 """Ratios between systems and the pass/fail targets batchd is held to.
 
-Targets (throughput is lines per second of processing time):
-- W1, W2: each batchd system >= 0.95x the limit and >= 1.0x the peer;
+Targets (throughput is lines per second of processing time), judged on every input size:
+- W1, W2: each batchd system >= 0.95x the limit and >= 1.0x the peer, and its main process's
+  CPU per line (the front end: everything but vLLM's engine core and workers) <= 0.8x the peer's;
 - W3: each batchd system >= 1.2x the peer;
 - W4: each batchd system's peak RSS at the largest size <= 1.2x its peak at the smallest.
+
+Every ratio between two systems is the median of their same-round ratios: rounds run the systems
+interleaved, so a round's pair shares the host's speed of the moment, which drifts between rounds
+(a ratio of two medians would mix rounds).
 """
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import asdict, dataclass
 
 from bench.result import SystemRun
@@ -38,16 +44,30 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
+def paired_ratio(run: SystemRun, base: SystemRun | None, figure: str) -> float | None:
+    """The median over rounds of `run`'s `figure` over `base`'s in the same round; None unless
+    both have it in every round."""
+    if base is None or not (run.succeeded and base.succeeded):
+        return None
+    mine, theirs = run.per_round(figure), base.per_round(figure)
+    pairs = [ratio(a, b) for a, b in zip(mine, theirs, strict=False)]
+    if len(mine) != len(theirs) or any(p is None for p in pairs):
+        return None
+    return statistics.median(p for p in pairs if p is not None)
+
+
 def throughput_ratios(results: dict[str, SystemRun]) -> dict[str, dict[str, float | None]]:
-    """Each system's lines/s and peak RSS relative to the limit and to the peer."""
+    """Each system's lines/s, peak RSS and main-process CPU per line relative to the limit and
+    to the peer (medians of same-round ratios)."""
     limit, peer = results.get("limit"), results.get("peer")
     out = {}
     for name, run in results.items():
         out[name] = {
-            "lines_per_s_vs_limit": ratio(run.lines_per_s, limit and limit.lines_per_s),
-            "lines_per_s_vs_peer": ratio(run.lines_per_s, peer and peer.lines_per_s),
-            "peak_rss_vs_limit": ratio(run.peak_rss_mb if run.succeeded else None, limit and limit.peak_rss_mb),
-            "peak_rss_vs_peer": ratio(run.peak_rss_mb if run.succeeded else None, peer and peer.peak_rss_mb),
+            "lines_per_s_vs_limit": paired_ratio(run, limit, "lines_per_s"),
+            "lines_per_s_vs_peer": paired_ratio(run, peer, "lines_per_s"),
+            "peak_rss_vs_limit": paired_ratio(run, limit, "peak_rss_mb"),
+            "peak_rss_vs_peer": paired_ratio(run, peer, "peak_rss_mb"),
+            "main_cpu_vs_peer": paired_ratio(run, peer, "main_cpu_ms_per_line"),
         }
     return out
 
@@ -73,14 +93,23 @@ def targets(workload_id: str, runs: list[dict[str, SystemRun]]) -> list[Target]:
             )
             for name in present
         ]
-    ratios = throughput_ratios(runs[0])
-    checks = {
-        "W1": [("lines/s vs limit", "lines_per_s_vs_limit", 0.95), ("lines/s vs peer", "lines_per_s_vs_peer", 1.0)],
-        "W2": [("lines/s vs limit", "lines_per_s_vs_limit", 0.95), ("lines/s vs peer", "lines_per_s_vs_peer", 1.0)],
-        "W3": [("lines/s vs peer", "lines_per_s_vs_peer", 1.2)],
-    }[workload_id]
-    return [
-        Target(name, check, ratios[name][key], threshold, "at least")
-        for name in present
-        for check, key, threshold in checks
+    in_process = [
+        ("lines/s vs limit", "lines_per_s_vs_limit", 0.95, "at least"),
+        ("lines/s vs peer", "lines_per_s_vs_peer", 1.0, "at least"),
+        ("main-process CPU per line vs peer", "main_cpu_vs_peer", 0.8, "at most"),
     ]
+    checks = {"W1": in_process, "W2": in_process, "W3": [("lines/s vs peer", "lines_per_s_vs_peer", 1.2, "at least")]}
+    found = []
+    for systems in runs:
+        ratios = throughput_ratios(systems)
+        size = f" ({_lines(systems)} lines)" if len(runs) > 1 else ""
+        found += [
+            Target(name, check + size, ratios[name][key], threshold, direction)
+            for name in present
+            for check, key, threshold, direction in checks[workload_id]
+        ]
+    return found
+
+
+def _lines(systems: dict[str, SystemRun]) -> str:
+    return f"{next(iter(systems.values())).lines:,}"

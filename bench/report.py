@@ -102,20 +102,17 @@ _RUN_HEADER = (
 )
 
 
-def _main_cpu_ms_per_line(s: dict) -> float | None:
-    cpu = (s.get("rss") or {}).get("main_cpu_processing_s")
-    return 1000 * cpu / s["lines"] if cpu is not None and s["lines"] else None
-
-
-def _main_cpu_note(name: str, s: dict, peer: dict | None) -> list[str]:
+def _main_cpu_note(name: str, s: dict) -> list[str]:
     """The main process's CPU per line while processing (the front end: everything but vLLM's
-    engine core and workers), and its ratio to the peer's in the same round."""
-    mine = _main_cpu_ms_per_line(s)
+    engine core and workers), by round, and the median of its same-round ratios to the peer's."""
+    mine = s.get("main_cpu_ms_per_line")
     if mine is None:
         return []
-    theirs = _main_cpu_ms_per_line(peer) if peer and peer.get("available") else None
-    ratio = f", {mine / theirs:.2f}x the peer's" if theirs and name != "peer" else ""
-    return [f"- {name}: main-process CPU while processing {mine:.3f} ms per line{ratio}."]
+    rounds = s.get("round_main_cpu_ms_per_line") or []
+    by_round = f" (by round {', '.join(_f(v, '.3f') for v in rounds)})" if len(rounds) > 1 else ""
+    vs_peer = (s.get("ratios") or {}).get("main_cpu_vs_peer")
+    ratio = f"; {vs_peer:.2f}x the peer's (median of same-round ratios)" if vs_peer and name != "peer" else ""
+    return [f"- {name}: main-process CPU while processing {mine:.3f} ms per line{by_round}{ratio}."]
 
 
 def _rounds(rounds: int) -> str:
@@ -123,7 +120,8 @@ def _rounds(rounds: int) -> str:
         return ""
     return (
         f" {rounds} rounds: every system ran each input {rounds} times, systems interleaved and the "
-        "order rotated each round; each row is the system's median round."
+        "order rotated each round; each row is the system's median round, and each ratio column "
+        "is the median of the system's same-round ratios (never a ratio of two medians)."
     )
 
 
@@ -149,7 +147,7 @@ def _run_table(run: dict) -> str:
         )
         if s["error"]:
             notes.append(f"- {name}: {_first_line(s['error'])}")
-        notes.extend(_main_cpu_note(name, s, run["systems"].get("peer")))
+        notes.extend(_main_cpu_note(name, s))
         if len(s.get("round_lines_per_s") or []) > 1:
             notes.append(
                 f"- {name}: lines/s by round "

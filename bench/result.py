@@ -30,8 +30,11 @@ class SystemRun:
     end_to_end_s: float | None = None
     timing: str = ""
     rss: dict[str, Any] = field(default_factory=dict)
-    # Every round's lines/s when the input ran more than once (this run is the median one).
+    # Every round's figures when the input ran more than once (this run is the median one):
+    # ratios between systems are taken round by round from these (bench/compare.py).
     round_lines_per_s: list[float | None] = field(default_factory=list)
+    round_peak_rss_mb: list[float | None] = field(default_factory=list)
+    round_main_cpu_ms_per_line: list[float | None] = field(default_factory=list)
 
     @classmethod
     def unavailable(cls, system: str, lines: int, reason: str) -> SystemRun:
@@ -62,9 +65,21 @@ class SystemRun:
     def peak_rss_mb(self) -> float | None:
         return self.rss.get("peak_total_mb")
 
+    @property
+    def main_cpu_ms_per_line(self) -> float | None:
+        """The main process's own CPU (not its engine processes') per line while processing."""
+        cpu = self.rss.get("main_cpu_processing_s")
+        return 1000 * cpu / self.lines if self.succeeded and cpu is not None and self.lines else None
+
+    def per_round(self, figure: str) -> list[float | None]:
+        """`figure` ("lines_per_s", "peak_rss_mb" or "main_cpu_ms_per_line") for every round; a
+        single run is one round."""
+        return getattr(self, f"round_{figure}") or [getattr(self, figure)]
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["lines_per_s"] = _round(self.lines_per_s)
+        out["main_cpu_ms_per_line"] = _round(self.main_cpu_ms_per_line, 4)
         out["output_tokens_per_s"] = _round(self.output_tokens_per_s)
         for key in ("wall_s", "processing_s", "startup_s", "end_to_end_s"):
             out[key] = _round(out[key], 3)
@@ -79,6 +94,8 @@ def median_run(rounds: list[SystemRun]) -> SystemRun:
     chosen = failed[0] if failed else sorted(rounds, key=lambda run: run.lines_per_s)[(len(rounds) - 1) // 2]
     if len(rounds) > 1:
         chosen.round_lines_per_s = [_round(run.lines_per_s) for run in rounds]
+        chosen.round_peak_rss_mb = [_round(run.peak_rss_mb, 1) for run in rounds]
+        chosen.round_main_cpu_ms_per_line = [_round(run.main_cpu_ms_per_line, 4) for run in rounds]
     return chosen
 
 

@@ -3,6 +3,7 @@ hidden, and the running order rotates between rounds."""
 
 from __future__ import annotations
 
+from bench import compare
 from bench.harness import _rotated
 from bench.report import markdown
 from bench.result import SystemRun, median_run
@@ -101,3 +102,35 @@ def test_markdown_gives_each_rounds_ratio_to_the_limit_of_the_same_round():
         "Same-round ratios: × limit 0.50×, 2.00×, 1.00×." in text
     )
     assert "- limit: lines/s by round 100.0, 50.0, 25.0 (the median round is shown).\n" in text
+
+
+def _cpu_run(system: str, processing_s: float, main_cpu_s: float) -> SystemRun:
+    return SystemRun(system, 100, ok=100, processing_s=processing_s, rss={"main_cpu_processing_s": main_cpu_s})
+
+
+def test_ratios_are_medians_of_same_round_ratios_not_ratios_of_medians():
+    limit = median_run([_cpu_run("limit", t, 0.1) for t in (1.0, 2.0, 4.0)])  # 100, 50, 25 lines/s
+    peer = median_run([_cpu_run("peer", t, 0.2) for t in (4.0, 1.0, 8.0)])  # 25, 100, 12.5
+    server = median_run([_cpu_run("server", t, c) for t, c in ((2.0, 0.1), (1.0, 0.1), (5.0, 0.3))])  # 50, 100, 20
+    ratios = compare.throughput_ratios({"limit": limit, "peer": peer, "server": server})["server"]
+    # Same-round ratios 0.5, 2, 0.8 -> 0.8 (the medians alone, 50 over 50, would say 1.0).
+    assert ratios["lines_per_s_vs_limit"] == 0.8
+    # 2, 1, 1.6 -> 1.6 (the medians, 50 over 25, would say 2.0).
+    assert ratios["lines_per_s_vs_peer"] == 1.6
+    # Main-process CPU: 1, 1, 3 ms a line against the peer's 2, 2, 2 -> 0.5.
+    assert ratios["main_cpu_vs_peer"] == 0.5
+
+
+def test_in_process_targets_include_the_main_process_cpu_and_every_input_size():
+    def systems(lines: int) -> dict[str, SystemRun]:
+        return {
+            name: SystemRun(name, lines, ok=lines, processing_s=1.0, rss={"main_cpu_processing_s": cpu * lines})
+            for name, cpu in (("limit", 0.001), ("peer", 0.002), ("runbatch", 0.001), ("server", 0.002))
+        }
+
+    found = compare.targets("W1", [systems(100), systems(1000)])
+    checks = {(t.system, t.check): t.passed for t in found}
+    assert checks[("runbatch", "main-process CPU per line vs peer (100 lines)")] is True
+    assert checks[("server", "main-process CPU per line vs peer (1,000 lines)")] is False
+    assert checks[("server", "lines/s vs limit (1,000 lines)")] is True
+    assert len(found) == 2 * 2 * 3
