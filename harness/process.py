@@ -32,6 +32,7 @@ class ManagedProcess:
         log_path: Path,
         *,
         stderr_path: Path | None = None,
+        stdin_path: Path | None = None,
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
         session: bool = True,
@@ -40,6 +41,7 @@ class ManagedProcess:
         self.cmd = list(cmd)
         self.log_path = log_path
         self.stderr_path = stderr_path
+        self.stdin_path = stdin_path
         self.env = dict(env) if env is not None else None
         self.cwd = cwd
         self.session = session
@@ -58,11 +60,12 @@ class ManagedProcess:
         with contextlib.ExitStack() as files:
             out = files.enter_context(open(self.log_path, "ab"))
             err = files.enter_context(open(self.stderr_path, "ab")) if self.stderr_path else subprocess.STDOUT
+            stdin = files.enter_context(open(self.stdin_path, "rb")) if self.stdin_path else subprocess.DEVNULL
             self.proc = subprocess.Popen(
                 self.cmd,
                 env=self.env,
                 cwd=self.cwd,
-                stdin=subprocess.DEVNULL,
+                stdin=stdin,
                 stdout=out,
                 stderr=err,
                 start_new_session=self.session,

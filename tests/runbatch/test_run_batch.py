@@ -9,7 +9,6 @@ import signal
 import subprocess
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.server import BATCHD
+from tests.support import head_start
 from tests.support.batches import CHAT_MODEL, EMBED_MODEL, chat_line, create, jsonl, read_lines, wait_for
 from tests.support.engines import EAGER_FLAG
 from tests.support.orphans import kill_alone_and_assert_no_orphans
@@ -26,11 +26,8 @@ SEEDS = Path(__file__).parents[1] / "fixtures" / "seeds"
 VOLATILE = {"id", "created", "created_at", "request_id", "system_fingerprint"}
 
 
-def _run_batch(
-    tmp_path: Path, *args: str, stdin: bytes | None = None, timeout: float = 600
-) -> subprocess.CompletedProcess:
-    cmd = [str(BATCHD), "run-batch", *args, EAGER_FLAG, "--data-dir", str(tmp_path / "models")]
-    return subprocess.run(cmd, input=stdin, capture_output=True, timeout=timeout, check=False)
+def _run_batch_cmd(data_dir: Path, *args: str) -> list[str]:
+    return [str(BATCHD), "run-batch", *args, EAGER_FLAG, "--data-dir", str(data_dir)]
 
 
 def _seed_inputs(model: str) -> bytes:
@@ -69,6 +66,7 @@ class _ObjectStore(BaseHTTPRequestHandler):
     input_bytes = b""
     put_attempts = 0
     stored: bytes | None = None
+    server: ThreadingHTTPServer
 
     def do_GET(self):  # noqa: N802
         self.send_response(200)
@@ -104,68 +102,70 @@ TOO_LONG = {
 class SeedRuns:
     results: dict[str, dict]  # the seeds' lines: {custom_id: result line}
     rejected: list[dict]  # the result lines of MALFORMED
-    chat_stderr: bytes
+    chat_stderr: str
     put_attempts: int  # the embedding run's output PUTs (two 503s, then stored)
     staging: Path  # the embedding run's --output-tmp-dir
     errors: list[dict]  # the embedding run's --error-file lines
 
 
+def _launch_seed_runs(work_dir: Path) -> list[head_start.BackgroundRun]:
+    """run-batch over the seeds' examples, once per built-in model and side by side (most of
+    each run is its engine's single-threaded start), with a head start (tests/support/head_start.py):
+    the chat lines (and MALFORMED) from stdin to stdout; the embedding lines (and TOO_LONG) from a
+    presigned GET URL to a presigned PUT URL, with an error file and a staging directory."""
+    _ObjectStore.input_bytes = _seed_inputs(EMBED_MODEL) + jsonl([TOO_LONG])
+    _ObjectStore.server = ThreadingHTTPServer(("127.0.0.1", 0), _ObjectStore)
+    threading.Thread(target=_ObjectStore.server.serve_forever, daemon=True).start()
+    bucket = f"http://127.0.0.1:{_ObjectStore.server.server_address[1]}/bucket"
+    chat_lines = _seed_inputs(CHAT_MODEL).splitlines(keepends=True)
+    chat = head_start.BackgroundRun(
+        _run_batch_cmd(work_dir / "chat-models", "-i", "-", "-o", "-", "--model", CHAT_MODEL),
+        work_dir / "chat",
+        stdin=chat_lines[0] + MALFORMED + b"".join(chat_lines[1:]),
+    )
+    embed = head_start.BackgroundRun(
+        _run_batch_cmd(
+            work_dir / "embed-models",
+            "-i",
+            f"{bucket}/in.jsonl?X-Amz-Signature=abc",
+            "-o",
+            f"{bucket}/out.jsonl?X-Amz-Signature=def",
+            "--error-file",
+            str(work_dir / "embed.errors.jsonl"),
+            "--output-tmp-dir",
+            str(work_dir / "staging"),
+            "--model",
+            EMBED_MODEL,
+        ),
+        work_dir / "embed",
+    )
+    return [chat, embed]
+
+
+head_start.register(__file__, "seed-runs", _launch_seed_runs)
+
+
 # Session scope: pytest orders tests by backend, and a module-scoped fixture could run twice.
 @pytest.fixture(scope="session")
-def seed_runs(tmp_path_factory) -> SeedRuns:
-    """run-batch over the seeds' examples, once per built-in model and side by side (most of
-    each run is its engine's single-threaded start): the chat lines (and MALFORMED) from stdin
-    to stdout; the embedding lines (and TOO_LONG) from a presigned GET URL to a presigned PUT
-    URL, with an error file and a staging directory."""
-    tmp = tmp_path_factory.mktemp("seeds")
-    chat_lines = _seed_inputs(CHAT_MODEL).splitlines(keepends=True)
-    _ObjectStore.input_bytes = _seed_inputs(EMBED_MODEL) + jsonl([TOO_LONG])
-    http = ThreadingHTTPServer(("127.0.0.1", 0), _ObjectStore)
-    threading.Thread(target=http.serve_forever, daemon=True).start()
-    bucket = f"http://127.0.0.1:{http.server_address[1]}/bucket"
-    errors, staging = tmp / "embed.errors.jsonl", tmp / "staging"
+def seed_runs(head_starts) -> SeedRuns:
+    chat_run, embed_run = head_starts.take("seed-runs")
     try:
-        with ThreadPoolExecutor() as pool:
-            chat_run = pool.submit(
-                _run_batch,
-                tmp / "chat",
-                "-i",
-                "-",
-                "-o",
-                "-",
-                "--model",
-                CHAT_MODEL,
-                stdin=chat_lines[0] + MALFORMED + b"".join(chat_lines[1:]),
-            )
-            embed_run = pool.submit(
-                _run_batch,
-                tmp / "embed",
-                "-i",
-                f"{bucket}/in.jsonl?X-Amz-Signature=abc",
-                "-o",
-                f"{bucket}/out.jsonl?X-Amz-Signature=def",
-                "--error-file",
-                str(errors),
-                "--output-tmp-dir",
-                str(staging),
-                "--model",
-                EMBED_MODEL,
-            )
-            chat, embed = chat_run.result(), embed_run.result()
+        chat, embed = chat_run.wait(timeout=900), embed_run.wait(timeout=900)
     finally:
-        http.shutdown()
-    assert chat.returncode == 0, chat.stderr.decode()[-3000:]
-    assert embed.returncode == 0, embed.stderr.decode()[-3000:]
-    assert b"done: " in embed.stderr and _ObjectStore.stored is not None
+        _ObjectStore.server.shutdown()
+    assert chat.returncode == 0, chat.stderr[-3000:]
+    assert embed.returncode == 0, embed.stderr[-3000:]
+    assert "done: " in embed.stderr and _ObjectStore.stored is not None
     lines = [json.loads(raw) for raw in chat.stdout.splitlines() + _ObjectStore.stored.splitlines()]
     rejected_ids = {None, "no-body"}
+    work_dir = embed_run.work_dir.parent
     return SeedRuns(
         results={line["custom_id"]: line for line in lines if line["custom_id"] not in rejected_ids},
         rejected=[line for line in lines if line["custom_id"] in rejected_ids],
         chat_stderr=chat.stderr,
         put_attempts=_ObjectStore.put_attempts,
-        staging=staging,
-        errors=[json.loads(raw) for raw in errors.read_bytes().splitlines()],
+        staging=work_dir / "staging",
+        errors=[json.loads(raw) for raw in (work_dir / "embed.errors.jsonl").read_bytes().splitlines()],
     )
 
 
@@ -194,7 +194,7 @@ def test_stdin_to_stdout_with_a_malformed_line(seed_runs):
     assert by_id[None]["error"]["code"] == "invalid_json_line" and by_id[None]["response"] is None
     assert by_id["no-body"]["error"]["code"] == "missing_required_parameter"
     chat_ok = len(_seed_inputs(CHAT_MODEL).splitlines())
-    assert f"done: {chat_ok + 2} lines (ok {chat_ok}, failed 2".encode() in seed_runs.chat_stderr
+    assert f"done: {chat_ok + 2} lines (ok {chat_ok}, failed 2" in seed_runs.chat_stderr
 
 
 def test_presigned_get_and_put_with_retries_and_an_error_file(seed_runs):
@@ -218,19 +218,7 @@ def test_resume_after_sigkill_writes_each_line_once_and_leaves_no_engine_behind(
         good.insert(at, b"{not json %d\n" % at)
     source.write_bytes(b"".join(good))
     partial = tmp_path / "out.jsonl.partial"
-    cmd = [
-        str(BATCHD),
-        "run-batch",
-        "-i",
-        str(source),
-        "-o",
-        str(out),
-        "--model",
-        CHAT_MODEL,
-        EAGER_FLAG,
-        "--data-dir",
-        str(tmp_path / "models"),
-    ]
+    cmd = _run_batch_cmd(tmp_path / "models", "-i", str(source), "-o", str(out), "--model", CHAT_MODEL)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 600
     while not (partial.exists() and partial.read_bytes().count(b"\n") >= 300):

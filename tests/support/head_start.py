@@ -42,13 +42,34 @@ def register(test_file: str, name: str, launch: Callable[[Path], list[Job]]) -> 
 
 
 class BackgroundRun:
-    """A command run to completion in its own process group, its output in files."""
+    """A command run to completion in its own process group, its output in files (stderr in
+    the stdout file with `merge_stderr`, as a terminal shows them), its input from `stdin`."""
 
-    def __init__(self, cmd: list[str], work_dir: Path, cwd: Path | None = None) -> None:
+    def __init__(
+        self,
+        cmd: list[str],
+        work_dir: Path,
+        cwd: Path | None = None,
+        *,
+        env: dict[str, str] | None = None,
+        stdin: bytes | None = None,
+        merge_stderr: bool = False,
+    ) -> None:
         work_dir.mkdir(parents=True, exist_ok=True)
         self.work_dir = work_dir
         self.stdout_path, self.stderr_path = work_dir / "stdout", work_dir / "stderr"
-        self.process = ManagedProcess(cmd, self.stdout_path, stderr_path=self.stderr_path, cwd=cwd).start()
+        stdin_path = None
+        if stdin is not None:
+            stdin_path = work_dir / "stdin"
+            stdin_path.write_bytes(stdin)
+        self.process = ManagedProcess(
+            cmd,
+            self.stdout_path,
+            stderr_path=None if merge_stderr else self.stderr_path,
+            stdin_path=stdin_path,
+            env=env,
+            cwd=cwd,
+        ).start()
 
     @property
     def proc(self) -> subprocess.Popen | None:
@@ -64,7 +85,7 @@ class BackgroundRun:
             self.proc.args,
             self.proc.returncode,
             self.stdout_path.read_text(errors="replace"),
-            self.stderr_path.read_text(errors="replace"),
+            self.stderr_path.read_text(errors="replace") if self.stderr_path.exists() else "",
         )
 
     def stop(self) -> None:
