@@ -5,14 +5,15 @@ custom_ids' fingerprints (24 bytes a line, app/pipeline/id_set.py), never the fi
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 
 from app.core import jsonbody
 from app.core.endpoints import normalize_endpoint
 from app.engine.protocol import LineChecker
 from app.pipeline.id_set import CustomIdSet
-from app.pipeline.jsonl import split_lines_at
+from app.pipeline.jsonl import LineSplitter
 from app.pipeline.shards import ShardCutter
 
 
@@ -30,11 +31,12 @@ class ValidationResult:
 TOKEN_CHUNK = 512
 
 
-async def _count(validator: _Validator, count_tokens: bool) -> None:
-    if count_tokens:
-        await validator.count_tokens()
-    else:
-        validator.valid_bodies.clear()
+async def _feed(validator: _Validator, lines: Iterable[tuple[int, int, bytes]]) -> bool:
+    """Check a chunk's lines in a thread: a chunk is thousands of lines of CPU work, and the
+    event loop must keep serving meanwhile (the lease heartbeat, the API). Then count their tokens."""
+    going = await asyncio.to_thread(validator.feed, lines)
+    await validator.count_tokens()
+    return going
 
 
 def _error(code: str, message: str, line: int | None, param: str | None = None) -> dict:
@@ -46,15 +48,48 @@ def _missing(name: str, line: int) -> dict:
 
 
 class _Validator:
-    def __init__(self, endpoint: str, checker: LineChecker, max_lines: int, per_request: bool) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        checker: LineChecker,
+        *,
+        max_lines: int,
+        max_errors: int,
+        shard_lines: int,
+        count_tokens: bool,
+        per_request: bool,
+    ) -> None:
         self.endpoint = endpoint
         self.checker = checker
         self.max_lines = max_lines
+        self.max_errors = max_errors
+        self.counting = count_tokens
         self.per_request = per_request
         self.fallback_model: str | None = None
         self.custom_ids = CustomIdSet()
-        self.result = ValidationResult()
-        self.valid_bodies: list[dict] = []
+        self.cutter = ShardCutter(shard_lines)
+        self.result = ValidationResult(shards=self.cutter, prompt_tokens=0 if count_tokens else None)
+        self.valid_bodies: list[dict] = []  # checked since the last count: a chunk's at most
+
+    def feed(self, lines: Iterable[tuple[int, int, bytes]]) -> bool:
+        """Check `lines` (line number, byte offset, line); False when validation must stop (too
+        many lines or errors). Plain CPU work: the caller runs it in a thread, off the event loop."""
+        result = self.result
+        for line_no, offset, raw in lines:
+            if not raw.strip():
+                continue
+            self.cutter.add(line_no, offset)
+            result.total += 1
+            if result.total > self.max_lines:
+                message = f"The batch input file contains more than the maximum of {self.max_lines} requests."
+                result.errors.append(_error("too_many_tasks", message, line_no))
+                return False
+            error = self.check(line_no, raw)
+            if error is not None:
+                result.errors.append(error)
+                if len(result.errors) >= self.max_errors:
+                    return False
+        return True
 
     def check(self, line_no: int, raw: bytes) -> dict | None:
         try:
@@ -109,15 +144,18 @@ class _Validator:
         problem = self.checker.validate_line(self.endpoint, body)
         if problem is not None:
             return _error(problem.code, problem.message, line_no, problem.param)
-        self.valid_bodies.append(body)
+        if self.counting:
+            self.valid_bodies.append(body)
         return None
 
     async def count_tokens(self) -> None:
-        """Count the prompt tokens of the lines checked since the last call (one batched call
-        to the model's tokenizer), unless a line was refused: then the count is moot."""
+        """Count the prompt tokens of the lines checked since the last call, TOKEN_CHUNK lines a
+        call to the model's tokenizer, unless a line was refused: then the count is moot."""
         bodies, self.valid_bodies = self.valid_bodies, []
-        if bodies and not self.result.errors:
-            counts = await self.checker.count_prompt_tokens(self.endpoint, bodies)
+        if self.result.errors:
+            return
+        for start in range(0, len(bodies), TOKEN_CHUNK):
+            counts = await self.checker.count_prompt_tokens(self.endpoint, bodies[start : start + TOKEN_CHUNK])
             self.result.prompt_tokens = (self.result.prompt_tokens or 0) + sum(counts)
 
     def _note_runnable_model(self, body: dict) -> None:
@@ -147,33 +185,22 @@ async def validate_input_file(
     requests, each starting at the byte offset of its first request line, and with
     `count_tokens` count the prompt tokens of the lines, TOKEN_CHUNK lines a tokenizer call.
     With `per_request` (Anthropic's rule) a line's body is not checked here: it fails alone when it runs."""
-    validator = _Validator(endpoint, checker, max_lines, per_request)
-    result = validator.result
-    if count_tokens:
-        result.prompt_tokens = 0
-    result.shards = cutter = ShardCutter(shard_lines)
-    async for line_no, offset, raw in split_lines_at(chunks):
-        if not raw.strip():
-            continue
-        cutter.add(line_no, offset)
-        result.total += 1
-        if result.total > max_lines:
-            result.errors.append(
-                _error(
-                    "too_many_tasks",
-                    f"The batch input file contains more than the maximum of {max_lines} requests.",
-                    line_no,
-                )
-            )
+    validator = _Validator(
+        endpoint,
+        checker,
+        max_lines=max_lines,
+        max_errors=max_errors,
+        shard_lines=shard_lines,
+        count_tokens=count_tokens,
+        per_request=per_request,
+    )
+    splitter = LineSplitter()
+    async for chunk in chunks:
+        if not await _feed(validator, splitter.feed(chunk)):
             break
-        error = validator.check(line_no, raw)
-        if error is not None:
-            result.errors.append(error)
-            if len(result.errors) >= max_errors:
-                break
-        if len(validator.valid_bodies) >= TOKEN_CHUNK:
-            await _count(validator, count_tokens)
-    await _count(validator, count_tokens)
+    else:  # read to the end: the last line, when it has no newline
+        await _feed(validator, splitter.end())
+    result = validator.result
     if result.total == 0:
         result.errors.append(_error("empty_file", "The batch input file is empty.", None))
     if per_request and result.model is None:
