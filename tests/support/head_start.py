@@ -1,5 +1,6 @@
 """Head starts: long subprocess work that one test needs (the bench harness smoke, the `vllm serve`
-upstreams) starts when the session starts, in a CPU cgroup with the smallest share, so it runs on
+upstreams, the run-batch seed runs, the engine registry's own pytest session) starts when the
+session starts, in a CPU cgroup with the smallest share, so it runs on
 the CPU the rest of the suite leaves idle (on 2 cores most tests keep one busy, and an engine's
 start is a single-threaded import chain) instead of alone when its test comes. The test then
 moves it back to a full share and waits for it.
