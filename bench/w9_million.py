@@ -148,11 +148,6 @@ def run(lines: int, work: Path) -> dict:
     env = {
         "BATCHD_API_KEYS": KEY,
         "BATCHD_MAX_BATCH_LINES": str(lines),
-        # The committed reports ran with 60 s leases: validation then checked lines on the event
-        # loop that also renews the batch's lease, and on this shared 2-CPU host (load 10-18) a
-        # 15 s lease lapsed mid-validation. Its checks now run in a thread (app/pipeline/
-        # validation.py); kept at 60 s until a rerun shows the default holds.
-        "BATCHD_LEASE_SECONDS": "60",
         **weed.env(BUCKET),
     }
     servers = [
@@ -272,8 +267,8 @@ One {r["lines"]:,}-line embeddings batch ({r["input_mb"]} MB in, {r["output_mb"]
 `batchd serve` replicas over one Postgres database and one SeaweedFS bucket, a zero-latency fake
 fleet ({URLS} URLs, {PER_URL} at once each). Status: {r["status"]} ({r["completed"]:,} ok,
 {r["failed"]} failed). RSS is each replica's process tree, sampled every second from before the
-upload to after the download; the database size is `pg_database_size`. Leases last 60 s (default 15 s;
-on a loaded host, validation starves the renewal that shares its event loop).
+upload to after the download; the database size is `pg_database_size`. Leases last the default
+15 s (validation checks lines in a thread, so the renewal beside it on the event loop keeps its pace).
 
 | goal | measured | verdict |
 |---|---|---|

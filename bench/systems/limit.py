@@ -19,7 +19,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 class LimitSystem:
     name = "limit"
-    description = "vLLM `LLM.chat` / `LLM.embed` on the parsed input, one call (no files, no HTTP)"
+    description = (
+        "vLLM `LLM.chat` / `LLM.embed` on the parsed input, one call (no files, no HTTP), "
+        "in batchd's line order and on batchd's engine allocator"
+    )
     timing = "the measured call only, timed inside the process (input parsed and a warm-up run before)"
 
     def unavailable_reason(self) -> str | None:
