@@ -201,19 +201,19 @@ class UpstreamRegistry:
         payload, without_priority = orjson.dumps(outgoing), None
         if upstream.spec.priority and priority:
             payload, without_priority = orjson.dumps({**outgoing, "priority": priority}), payload
+        caller = asyncio.current_task()
+        assert caller is not None, "a line runs in a task"
+        self._inflight.track(request_id, caller)  # abort cancels this task: no task of its own
         if canonical in AUDIO_ENDPOINTS:
             # The download is part of the line: abort and cancellation stop it too.
             sending = _send_audio(self._client, upstream, canonical, outgoing)
         else:
             sending = send(self._client, upstream, canonical, payload, without_priority)
-        task = self._inflight.start(request_id, sending)
-        caller = asyncio.current_task()
         try:
-            status, reply = await task
+            status, reply = await sending
         except asyncio.CancelledError:
-            if self._inflight.was_aborted(request_id) and not (caller is not None and caller.cancelling()):
+            if self._inflight.aborted_only(request_id, caller):
                 raise RequestAborted(request_id) from None
-            task.cancel()
             raise
         finally:
             self._inflight.finish(request_id)
