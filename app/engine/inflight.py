@@ -1,8 +1,10 @@
 """The engine calls in flight, by request id, shared by the in-process and upstream registries.
 
-Each call runs in its own task so :meth:`InflightRequests.abort` cancels exactly that request
-(vLLM aborts a cancelled generation; an upstream's connection closes) and the registry can
-tell an abort apart from a cancellation of its caller."""
+Each call runs in a task of its own (:meth:`InflightRequests.start`, in-process engines) or in
+its caller's task (:meth:`InflightRequests.track`, upstream lines), so
+:meth:`InflightRequests.abort` cancels exactly that request (vLLM aborts a cancelled generation;
+an upstream's connection closes) and the registry can tell an abort apart from a cancellation
+of its caller."""
 
 from __future__ import annotations
 
