@@ -1,8 +1,8 @@
 """The "limit" system's process: the input fed straight to ``vllm.LLM`` (``LLM.chat`` or
 ``LLM.embed``, every line in one call), with the workload's engine settings. It is the ceiling
 the batch runners are measured against: no HTTP, no files written, no per-line bookkeeping.
-It runs the lines in batchd's order (each block of ``REORDER_LINES`` sorted by prompt text, as
-app/pipeline/ordering.py does) and its engine processes on batchd's allocator (jemalloc when
+It runs the lines in batchd's order (through app/pipeline/ordering.py's buffer: each block of
+``REORDER_LINES`` sorted by prompt text) and its engine processes on batchd's allocator (jemalloc when
 the machine has it), so a ratio to the limit measures batchd's front end, not those two choices.
 
     python -m bench.limit_runner --engine SETTINGS_JSON --input IN.jsonl [--warmup W.jsonl]
@@ -15,11 +15,14 @@ Processing time covers only the measured call. The last stdout line is
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
-from app.pipeline.ordering import REORDER_LINES, prompt_text
+from app.pipeline.lines import InputLine
+from app.pipeline.ordering import grouped_by_prefix
 from bench.engine import EngineSettings
 from bench.inputs import CHAT_URL, EMBEDDINGS_URL
 
@@ -41,11 +44,16 @@ def read_requests(path: Path) -> tuple[str, list[dict]]:
 
 
 def in_batchd_order(bodies: list[dict]) -> list[dict]:
-    """Each block of REORDER_LINES bodies sorted by prompt text, the order batchd runs them in."""
-    ordered: list[dict] = []
-    for start in range(0, len(bodies), REORDER_LINES):
-        ordered.extend(sorted(bodies[start : start + REORDER_LINES], key=prompt_text))
-    return ordered
+    """The bodies in the order batchd runs them: through its own reordering buffer."""
+
+    async def lines() -> AsyncIterator[InputLine]:
+        for line_no, body in enumerate(bodies):
+            yield InputLine(line_no, str(line_no), "", body)
+
+    async def ordered() -> list[dict]:
+        return [line.body async for line in grouped_by_prefix(lines())]
+
+    return asyncio.run(ordered())
 
 
 def run(llm, url: str, bodies: list[dict]) -> dict:
