@@ -25,7 +25,8 @@ import orjson
 import uvloop
 
 
-def _cpu_s() -> float:
+def process_cpu_s() -> float:
+    """This process's user + system CPU seconds so far."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
@@ -36,7 +37,7 @@ async def run(input_path: Path, output_path: Path, urls: list[str], per_url: int
     headers = {"content-type": "application/json"}
     done = 0
     async with aiohttp.ClientSession(connector=connector) as session:
-        cpu_before, started = _cpu_s(), time.time()
+        cpu_before, started = process_cpu_s(), time.time()
         with input_path.open("rb") as source, output_path.open("wb") as out:
 
             async def worker(base: str) -> None:
@@ -62,7 +63,7 @@ async def run(input_path: Path, output_path: Path, urls: list[str], per_url: int
 
             await asyncio.gather(*(worker(url) for url in urls for _ in range(per_url)))
         finished = time.time()
-        cpu_s = _cpu_s() - cpu_before
+        cpu_s = process_cpu_s() - cpu_before
     return {"lines": done, "started": started, "finished": finished, "wall_s": finished - started, "cpu_s": cpu_s}
 
 

@@ -5,7 +5,7 @@ what the outer one adds.
 - ``aiohttp``: ``session.post`` + read + ``orjson.loads`` (the bare client's request);
 - ``aiohttp+timeout``: the same with a ``ClientTimeout`` per request, as batchd sends;
 - ``send``: ``app.engine.upstream.transport.send`` (URL choice, retries, body classification);
-- ``registry``: ``UpstreamRegistry.execute`` (the line's own task for abort, usage);
+- ``registry``: ``UpstreamRegistry.execute`` (model lookup, the body re-serialised, abort tracking, usage);
 - ``executor``: ``LineExecutor.run`` (fair gate, metrics, the result line), no database.
 
 The driver is pinned to CPU 0 and the fleet to CPU 1; 4 URLs x 32 requests at once; layers
@@ -21,7 +21,6 @@ import asyncio
 import datetime as dt
 import json
 import os
-import resource
 import statistics
 import tempfile
 import time
@@ -36,6 +35,7 @@ from app.engine.config.upstream import UpstreamSpec
 from app.engine.upstream.registry import UpstreamRegistry
 from app.pipeline.executor import LineExecutor, LineOutcome
 from app.pipeline.lines import InputLine
+from bench.bare_client import process_cpu_s
 from bench.machine import machine_info
 from harness.fake_fleet import FakeFleet
 
@@ -44,11 +44,6 @@ URLS, PER_URL = 4, 32
 MODEL, ENDPOINT = "sim-chat", "/v1/chat/completions"
 BODY = {"model": MODEL, "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 16}
 LAYERS = ("aiohttp", "aiohttp+timeout", "send", "registry", "executor")
-
-
-def _cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 async def _workers(count: int, requests: int, one: Callable[[int], Awaitable[None]]) -> None:
@@ -122,14 +117,14 @@ async def _measure(urls: list[str], requests: int, rounds: int) -> list[dict]:
         for r in range(rounds):
             order = LAYERS[r % len(LAYERS) :] + LAYERS[: r % len(LAYERS)]
             for layer in order:
-                cpu, wall = _cpu_s(), time.perf_counter()
+                cpu, wall = process_cpu_s(), time.perf_counter()
                 await runs[layer]()
                 results.append(
                     {
                         "round": r + 1,
                         "layer": layer,
                         "wall_s": round(time.perf_counter() - wall, 3),
-                        "cpu_us_per_request": round(1e6 * (_cpu_s() - cpu) / requests, 1),
+                        "cpu_us_per_request": round(1e6 * (process_cpu_s() - cpu) / requests, 1),
                     }
                 )
                 print(json.dumps(results[-1]), flush=True)
