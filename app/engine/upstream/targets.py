@@ -145,7 +145,10 @@ class TargetPool:
             target = self._pick()
             if target is not None:
                 target.outstanding += 1
-                self._wake()  # room may be left (a window grew, a URL came back): chain on
+                if self._waiters and self._pick() is not None:
+                    # Room is left (a window grew, a URL came back): chain on. Only then: a
+                    # waiter woken with no room re-queues, a wasted wake-up per line (W8).
+                    self._wake()
                 return target
             woken_before = True
 

@@ -31,3 +31,30 @@ def test_least_outstanding_routing_and_aimd():
         assert 2 < a.window < 3
 
     asyncio.run(scenario())
+
+
+def test_a_freed_slot_wakes_one_waiter_and_no_other():
+    """Lines beyond the fleet's capacity wait in the pool (the worker's surplus): a release
+    hands its slot to the first waiter and leaves the rest asleep, each still in its place
+    (a woken waiter with no room re-queues: a wasted wake-up per line, W8)."""
+
+    async def scenario():
+        target = Target("http://a/v1", 2, 10)
+        pool = TargetPool("m", [target])
+        pool.set_state(target, "up")
+        held = [await pool.acquire(), await pool.acquire()]
+        waiting = [asyncio.ensure_future(pool.acquire()) for _ in range(3)]
+        await asyncio.sleep(0)
+        queued = list(pool._waiters)
+        pool.release(held[0])
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert [w.done() for w in waiting] == [True, False, False]
+        # The two still waiting are the same futures as before: neither was woken and re-queued.
+        assert list(pool._waiters) == queued[1:]
+        pool.release(held[1])
+        pool.release(await waiting[0])  # each release wakes the next waiter in line
+        await asyncio.wait_for(asyncio.gather(waiting[1], waiting[2]), timeout=1)
+        assert target.outstanding == 2 and not pool._waiters
+
+    asyncio.run(scenario())
