@@ -20,12 +20,12 @@ import psutil
 from vllm.platforms import current_platform
 
 from app.engine.errors import ModelConfigError
+from app.engine.local.orphans import engine_processes
 
 logger = logging.getLogger(__name__)
 
 SETTING = "BATCHD_ENGINE_NICENESS"
 DEFAULT = 10
-ENGINE_TITLE = "VLLM::"  # vLLM titles its processes VLLM::EngineCore and VLLM::Worker
 
 
 def lower_engine_priority() -> None:
@@ -41,10 +41,10 @@ def lower_engine_priority() -> None:
     if niceness == 0:
         return
     target = min(19, os.getpriority(os.PRIO_PROCESS, 0) + niceness)
-    for proc in psutil.Process().children(recursive=True):
+    # Only vLLM's processes: a test process may also have `batchd serve` children.
+    for proc in engine_processes():
         try:
-            # Only vLLM's processes: a test process may also have `batchd serve` children.
-            threads = proc.threads() if (proc.cmdline() or [""])[0].startswith(ENGINE_TITLE) else []
+            threads = proc.threads()
         except psutil.Error:
             continue  # the process ended
         for thread in threads:

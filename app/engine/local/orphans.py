@@ -18,6 +18,8 @@ import signal
 import threading
 import time
 
+import psutil
+
 # How often the engine core checks its parent; the whole tree is gone well within 10 s.
 POLL_SECONDS = 0.25
 
@@ -65,8 +67,6 @@ def start_parent_watchdog(parent_pid: int) -> threading.Thread:
 def kill_own_tree() -> None:
     """SIGKILL this process's descendants, then this process (no cleanup can be trusted once the
     front end is gone; the kernel releases the memory)."""
-    import psutil
-
     try:
         children = psutil.Process().children(recursive=True)
     except psutil.Error:
@@ -77,3 +77,39 @@ def kill_own_tree() -> None:
         except psutil.Error:
             pass
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+ENGINE_TITLE = "VLLM::"  # vLLM titles its processes VLLM::EngineCore and VLLM::Worker
+# A worker notices its core's exit through vLLM's death pipe within about a second.
+ENGINE_EXIT_WAIT_S = 10
+
+
+def engine_processes() -> list[psutil.Process]:
+    """This process's vLLM descendants (cores and their workers)."""
+    found: list[psutil.Process] = []
+    try:
+        descendants = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return found
+    for proc in descendants:
+        try:
+            if (proc.cmdline() or [""])[0].startswith(ENGINE_TITLE):
+                found.append(proc)
+        except psutil.Error:
+            pass
+    return found
+
+
+def wait_for_exit(processes: list[psutil.Process], timeout: float = ENGINE_EXIT_WAIT_S) -> None:
+    """Return once `processes` have exited, SIGKILLing those still there after `timeout`.
+
+    vLLM's shutdown waits for the engine core only; the core's worker (our grandchild) learns
+    of the core's exit a moment later and logs as it goes. Without this wait it could outlive
+    `batchd` and write to the terminal after the process that started it has exited."""
+    _, alive = psutil.wait_procs(processes, timeout=timeout)
+    for proc in alive:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=2)

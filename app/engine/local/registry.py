@@ -35,6 +35,7 @@ from app.engine.local import launch
 from app.engine.local.cpu_affinity import pin_off_worker_cpus, unpin
 from app.engine.local.cpu_priority import lower_engine_priority
 from app.engine.local.model_engine import ModelEngine, error_reply
+from app.engine.local.orphans import engine_processes, wait_for_exit
 from app.engine.local.requests import body_problem
 from app.engine.local.shared_memory import engine_shared_objects, release_leftovers
 from app.engine.prompt_tokens import estimate_all
@@ -109,6 +110,7 @@ class EngineRegistry:
         engines, self._engines = list(self._engines.values()), {}
         self._created.clear()
         shared = engine_shared_objects()  # read while the engine processes are alive
+        processes = engine_processes()
         for engine in engines:
             try:
                 # On the loop thread, as vLLM does: from a worker thread the
@@ -117,6 +119,7 @@ class EngineRegistry:
                 engine.shutdown()
             except Exception:
                 logger.exception("Shutting down the engine for %s failed", engine.name)
+        await asyncio.to_thread(wait_for_exit, processes)
         release_leftovers(shared)
         # Undo start's gc.freeze(): frozen objects are never collected, not even at exit, and
         # those in reference cycles include Triton's nanobind objects, which nanobind then
