@@ -56,10 +56,11 @@ def wait_for_batch(
     statuses: Collection[str] = TERMINAL,
     timeout: float = 300,
     until: Callable[[Any], bool] | None = None,
-    interval: float | Callable[[float], float] = 0.2,
+    interval: float | Callable[[float, Any], float] = 0.2,
 ):
     """Poll the batch until its status is one of `statuses` (or `until(batch)` is true) and
-    return it. `interval` is seconds between polls, or a function of the seconds elapsed."""
+    return it. `interval` is seconds between polls, or a function of the seconds elapsed and
+    the batch last seen."""
     started = time.monotonic()
     while True:
         batch = client.batches.retrieve(batch_id)
@@ -68,4 +69,4 @@ def wait_for_batch(
         elapsed = time.monotonic() - started
         if elapsed > timeout:
             raise TimeoutError(f"batch {batch_id} still {batch.status} after {timeout:.0f} s: {batch.request_counts}")
-        time.sleep(interval(elapsed) if callable(interval) else interval)
+        time.sleep(interval(elapsed, batch) if callable(interval) else interval)
