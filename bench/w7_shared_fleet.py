@@ -30,9 +30,7 @@ import argparse
 import asyncio
 import datetime
 import json
-import os
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -45,9 +43,8 @@ from bench.machine import machine_info
 from harness.client import openai_client
 from harness.fake_fleet import upstream_config
 from harness.poll import wait_for_batch, wait_until
-from harness.ports import free_port
-from harness.process import ManagedProcess, wait_http_ok
 from harness.server import ServerProcess
+from harness.vllm_serve import VllmServer
 
 SERVED = "tiny-chat"
 KEY = "bench-key"
@@ -100,57 +97,15 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
-class VllmServe:
-    """`vllm serve` (its API server module) of the tiny chat model with priority scheduling."""
-
-    def __init__(self, work: Path, model_path: Path, max_num_seqs: int) -> None:
-        self.port = free_port()
-        cmd = [
-            sys.executable,
-            "-m",
-            "vllm.entrypoints.openai.api_server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--model",
-            str(model_path),
-            "--served-model-name",
-            SERVED,
-            "--enforce-eager",
-            "--dtype",
-            "float32",
-            "--max-model-len",
-            "1024",
-            "--max-num-seqs",
-            str(max_num_seqs),
-            "--scheduling-policy",
-            "priority",
-        ]
-        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-        self.process = ManagedProcess(cmd, work / f"vllm-{self.port}.log", env=env)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def start(self) -> VllmServe:
-        self.process.start()
-        wait_http_ok(f"http://127.0.0.1:{self.port}/health", self.process, 600, "vllm serve")
-        return self
-
-    def queue(self) -> tuple[float, float]:
-        """(running, waiting) requests, from vLLM's Prometheus metrics."""
-        text = httpx.get(f"http://127.0.0.1:{self.port}/metrics", timeout=10).text
-        values = {"vllm:num_requests_running": 0.0, "vllm:num_requests_waiting": 0.0}
-        for line in text.splitlines():
-            name = line.split("{", 1)[0].split(" ", 1)[0]
-            if name in values:
-                values[name] += float(line.rsplit(" ", 1)[1])
-        return values["vllm:num_requests_running"], values["vllm:num_requests_waiting"]
-
-    def stop(self) -> None:
-        self.process.stop(30, group=True)
+def vllm_queue(vllm: VllmServer) -> tuple[float, float]:
+    """(running, waiting) requests, from vLLM's Prometheus metrics."""
+    text = httpx.get(f"{vllm.root_url}/metrics", timeout=10).text
+    values = {"vllm:num_requests_running": 0.0, "vllm:num_requests_waiting": 0.0}
+    for line in text.splitlines():
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in values:
+            values[name] += float(line.rsplit(" ", 1)[1])
+    return values["vllm:num_requests_running"], values["vllm:num_requests_waiting"]
 
 
 def _batch_input(model: str, tokens: int) -> bytes:
@@ -205,12 +160,12 @@ async def _online(url: str, rate: float, seconds: float, phase: Phase) -> None:
         await asyncio.gather(*tasks)
 
 
-def _wait_idle(vllm: VllmServe) -> None:
-    wait_until(lambda: vllm.queue() == (0.0, 0.0), 120, lambda: f"vLLM idle: {vllm.queue()}", interval=0.5)
+def _wait_idle(vllm: VllmServer) -> None:
+    wait_until(lambda: vllm_queue(vllm) == (0.0, 0.0), 120, lambda: f"vLLM idle: {vllm_queue(vllm)}", interval=0.5)
 
 
 def run_phase(
-    name: str, vllm: VllmServe, client, file_id: str | None, rate: float, seconds: float, running: int
+    name: str, vllm: VllmServer, client, file_id: str | None, rate: float, seconds: float, running: int
 ) -> Phase:
     phase = Phase(name)
     batch = None
@@ -323,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     setup = Setup(args.max_num_seqs, args.max_concurrency, args.batch_tokens, args.rate, args.seconds)
     info = machine_info()
-    vllm = VllmServe(work, build_tiny_chat_model(work / "tiny-chat"), setup.max_num_seqs).start()
+    extra = ["--max-model-len", "1024", "--max-num-seqs", str(setup.max_num_seqs), "--scheduling-policy", "priority"]
+    vllm = VllmServer(work, build_tiny_chat_model(work / "tiny-chat"), SERVED, extra).start(timeout=600)
     block = {"urls": [vllm.url], "model": SERVED, "max_concurrency": setup.max_concurrency, "health_interval_s": 5}
     config = upstream_config(
         work / "models.json", {"batch-prio": {**block, "priority": True}, "batch-plain": dict(block)}

@@ -23,11 +23,11 @@ from harness.poll import wait_until
 from harness.ports import free_port
 from harness.process import ManagedProcess
 from harness.server import BATCHD, ServerProcess
+from harness.vllm_serve import VllmServer
 from tests.conftest import API_KEYS_ENV
 from tests.support import head_start
 from tests.support.batches import create, jsonl, results_by_custom_id, wait_for
 from tests.support.engines import EAGER_FLAG
-from tests.support.upstreams import VllmServer
 
 TRANSCRIPTIONS, TRANSLATIONS = "/v1/audio/transcriptions", "/v1/audio/translations"
 UPSTREAM = "whisper-upstream"
@@ -107,7 +107,7 @@ def audio_lines(model: str, endpoint: str, files_url: str) -> list[dict]:
 def _launch(work_dir: Path) -> list[VllmServer]:
     work_dir.mkdir(parents=True)
     path = build_tiny_whisper_model(work_dir / TINY_WHISPER_NAME)
-    return [VllmServer(work_dir, str(path), TINY_WHISPER_NAME, ["--max-model-len", "448"]).launch()]
+    return [VllmServer(work_dir, path, TINY_WHISPER_NAME, ["--max-model-len", "448"]).launch()]
 
 
 head_start.register(__file__, "vllm-whisper", _launch)

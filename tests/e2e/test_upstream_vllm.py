@@ -16,6 +16,7 @@ from app.engine.config.catalog import _minilm_path
 from app.engine.config.tiny_chat import build_tiny_chat_model
 from harness.client import anthropic_client, openai_client
 from harness.poll import wait_until
+from harness.vllm_serve import VllmServer
 from tests.conftest import API_KEYS_ENV
 from tests.support import db, head_start
 from tests.support.batches import (
@@ -27,7 +28,6 @@ from tests.support.batches import (
     results_by_custom_id,
     wait_for,
 )
-from tests.support.upstreams import VllmServer
 
 # Fields that differ between two answers to the same request.
 VOLATILE = {"id", "created"}
@@ -37,7 +37,7 @@ def _launch(work_dir: Path) -> list[VllmServer]:
     work_dir.mkdir(parents=True)
     chat_path = build_tiny_chat_model(work_dir / CHAT_MODEL)
     return [
-        VllmServer(work_dir, str(chat_path), CHAT_MODEL, ["--max-num-seqs", "16", "--max-model-len", "2048"]).launch(),
+        VllmServer(work_dir, chat_path, CHAT_MODEL, ["--max-num-seqs", "16", "--max-model-len", "2048"]).launch(),
         VllmServer(work_dir, _minilm_path(), EMBED_MODEL, ["--runner", "pooling"]).launch(),
     ]
 
