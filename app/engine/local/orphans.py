@@ -17,6 +17,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Collection
 
 import psutil
 
@@ -84,19 +85,21 @@ ENGINE_TITLE = "VLLM::"  # vLLM titles its processes VLLM::EngineCore and VLLM::
 ENGINE_EXIT_WAIT_S = 10
 
 
-def engine_processes() -> list[psutil.Process]:
-    """This process's vLLM descendants (cores and their workers)."""
+def engine_processes(excluding: Collection[int] = ()) -> list[psutil.Process]:
+    """The vLLM engine cores this process started (its children titled VLLM::, apart from the pids
+    in `excluding`) and their descendants (the workers). Not any VLLM:: process below this one:
+    a test process may also run `vllm serve`, whose engine core is a grandchild."""
     found: list[psutil.Process] = []
     try:
-        descendants = psutil.Process().children(recursive=True)
+        children = psutil.Process().children()
     except psutil.Error:
         return found
-    for proc in descendants:
+    for proc in children:
         try:
-            if (proc.cmdline() or [""])[0].startswith(ENGINE_TITLE):
-                found.append(proc)
+            if proc.pid not in excluding and (proc.cmdline() or [""])[0].startswith(ENGINE_TITLE):
+                found += [proc, *proc.children(recursive=True)]
         except psutil.Error:
-            pass
+            pass  # it ended
     return found
 
 

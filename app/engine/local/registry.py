@@ -60,6 +60,8 @@ class EngineRegistry:
         self._ready = False
         self._closed = False
         self._cpus_before_pinning: set[int] | None = None
+        # Engine cores already running in this process (another registry's), not ours to stop.
+        self._cores_before: set[int] = set()
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -77,6 +79,7 @@ class EngineRegistry:
             raise ModelConfigError("No model to serve.")
         if len(set(names)) != len(names):
             raise ModelConfigError(f"Served model names must be unique: {names}.")
+        self._cores_before = {proc.pid for proc in engine_processes()}
         # One at a time: each start already saturates the CPU (imports, warm-up
         # compilation), and a failure leaves fewer engines to unwind.
         try:
@@ -110,7 +113,7 @@ class EngineRegistry:
         engines, self._engines = list(self._engines.values()), {}
         self._created.clear()
         shared = engine_shared_objects()  # read while the engine processes are alive
-        processes = engine_processes()
+        processes = engine_processes(excluding=self._cores_before)
         for engine in engines:
             try:
                 # On the loop thread, as vLLM does: from a worker thread the
