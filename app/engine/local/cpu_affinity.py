@@ -21,6 +21,7 @@ import psutil
 from vllm.platforms import current_platform
 
 from app.engine.errors import ModelConfigError
+from app.engine.local.orphans import process_title
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ def pin_off_worker_cpus() -> set[int] | None:
         return None
     me = psutil.Process()
     descendants = me.children(recursive=True)
-    workers = [proc for proc in descendants if _title(proc).startswith(WORKER_TITLE)]
+    workers = [proc for proc in descendants if process_title(proc).startswith(WORKER_TITLE)]
     allowed = os.sched_getaffinity(0)
     worker_cpus = set().union(*(_affinity(proc) for proc in workers))
     free = allowed - worker_cpus
@@ -72,13 +73,6 @@ def _set_affinity(processes: list[psutil.Process], cpus: set[int]) -> None:
                 os.sched_setaffinity(thread.id, cpus)
             except (ProcessLookupError, PermissionError):
                 pass  # the thread ended, or is not ours to move
-
-
-def _title(proc: psutil.Process) -> str:
-    try:
-        return (proc.cmdline() or [""])[0]
-    except psutil.Error:
-        return ""
 
 
 def _affinity(proc: psutil.Process) -> set[int]:

@@ -95,12 +95,21 @@ def engine_processes(excluding: Collection[int] = ()) -> list[psutil.Process]:
     except psutil.Error:
         return found
     for proc in children:
+        if proc.pid in excluding or not process_title(proc).startswith(ENGINE_TITLE):
+            continue
         try:
-            if proc.pid not in excluding and (proc.cmdline() or [""])[0].startswith(ENGINE_TITLE):
-                found += [proc, *proc.children(recursive=True)]
+            found += [proc, *proc.children(recursive=True)]
         except psutil.Error:
             pass  # it ended
     return found
+
+
+def process_title(proc: psutil.Process) -> str:
+    """The title vLLM gives its processes (their argv[0]); "" once the process has ended."""
+    try:
+        return (proc.cmdline() or [""])[0]
+    except psutil.Error:
+        return ""
 
 
 def wait_for_exit(processes: list[psutil.Process], timeout: float = ENGINE_EXIT_WAIT_S) -> None:

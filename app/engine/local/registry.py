@@ -112,8 +112,8 @@ class EngineRegistry:
             await asyncio.wait(inflight, timeout=10)
         engines, self._engines = list(self._engines.values()), {}
         self._created.clear()
-        shared = engine_shared_objects()  # read while the engine processes are alive
         processes = engine_processes(excluding=self._cores_before)
+        shared = engine_shared_objects(processes)  # read while the engine processes are alive
         for engine in engines:
             try:
                 # On the loop thread, as vLLM does: from a worker thread the

@@ -34,20 +34,19 @@ class SharedObjects:
     semaphores: set[str] = field(default_factory=set)
 
 
-def engine_shared_objects() -> SharedObjects:
-    """What this process's descendants (the engine processes) have mapped from /dev/shm."""
+def engine_shared_objects(processes: list[psutil.Process]) -> SharedObjects:
+    """What the engine `processes` have mapped from /dev/shm."""
     found = SharedObjects()
-    with contextlib.suppress(psutil.Error):
-        for child in psutil.Process().children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                for mapping in child.memory_maps(grouped=True):
-                    path = Path(mapping.path.removesuffix(" (deleted)"))
-                    if path.parent != SHM_DIR:
-                        continue
-                    if path.name.startswith(SEMAPHORE_PREFIX):
-                        found.semaphores.add("/" + path.name.removeprefix("sem."))
-                    elif path.name.startswith(MEMORY_PREFIX):
-                        found.memory.add("/" + path.name)
+    for proc in processes:
+        with contextlib.suppress(psutil.Error):
+            for mapping in proc.memory_maps(grouped=True):
+                path = Path(mapping.path.removesuffix(" (deleted)"))
+                if path.parent != SHM_DIR:
+                    continue
+                if path.name.startswith(SEMAPHORE_PREFIX):
+                    found.semaphores.add("/" + path.name.removeprefix("sem."))
+                elif path.name.startswith(MEMORY_PREFIX):
+                    found.memory.add("/" + path.name)
     return found
 
 
