@@ -7,8 +7,10 @@ import asyncio
 import logging
 import signal
 import sys
+from importlib import metadata
 from pathlib import Path
 
+from app.core import tracing
 from app.core.config import Settings
 
 
@@ -35,13 +37,17 @@ def _add_storage_flags(parser: argparse.ArgumentParser) -> None:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from app.api.runtime import runtime_if_started
     from app.http.app import create_app
+    from app.worker.runner import Worker
 
     settings = _settings(args)
     logging.basicConfig(
         level=settings.log_level.upper(),
         format=f"%(asctime)s %(levelname)s [{settings.replica_id}] %(name)s: %(message)s",
     )
+    if tracing.configure(settings.replica_id, settings.trace_line_sample):
+        logging.getLogger("batchd").info("exporting traces (OTEL_* environment variables)")
     app = create_app(settings)
 
     class DrainingServer(uvicorn.Server):
@@ -50,9 +56,9 @@ def _serve(args: argparse.Namespace) -> int:
 
         def handle_exit(self, sig, frame) -> None:
             super().handle_exit(sig, frame)
-            loop, worker = getattr(app.state, "loop", None), getattr(app.state, "worker", None)
-            if loop is not None and worker is not None:
-                loop.call_soon_threadsafe(worker.drain)
+            runtime = runtime_if_started(app)
+            if runtime is not None and isinstance(runtime.worker, Worker):
+                runtime.loop.call_soon_threadsafe(runtime.worker.drain)
 
     config = uvicorn.Config(
         app, host=settings.host, port=settings.port, log_level=settings.log_level, timeout_graceful_shutdown=30
@@ -125,13 +131,17 @@ def _keys_revoke(args: argparse.Namespace) -> int:
 def _projects_set(args: argparse.Namespace) -> int:
     from app.services.projects import set_project
 
-    if args.weight is None and args.max_enqueued_tokens is None:
-        print("nothing to set: give --weight and/or --max-enqueued-tokens", file=sys.stderr)
+    if args.weight is None and args.max_enqueued_tokens is None and args.completion_windows is None:
+        print("nothing to set: give --weight, --max-enqueued-tokens and/or --completion-windows", file=sys.stderr)
         return 2
+    windows = args.completion_windows
+    if windows is not None and windows != "default":
+        windows = windows.split(",")
     try:
         project = asyncio.run(
             _with_database(
-                _settings(args), lambda db: set_project(db, args.name, args.weight, args.max_enqueued_tokens)
+                _settings(args),
+                lambda db: set_project(db, args.name, args.weight, args.max_enqueued_tokens, windows),
             )
         )
     except ValueError as error:
@@ -149,6 +159,75 @@ def _projects_list(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _as_operator(db, work):
+    """Run `work(session, caller)` in one unit of work as the operator (the CLI: an admin with no
+    key, so audit entries name no actor), through the Administration API's own services."""
+    from app.core.config import DEFAULT_PROJECT
+    from app.services.auth import Caller
+
+    async with db.write() as session:
+        return await work(session, Caller(DEFAULT_PROJECT, is_admin=True))
+
+
+def _projects_limit(args: argparse.Namespace) -> int:
+    from app.core.errors import ApiError
+    from app.schemas.admin import RateLimitUpdateParams
+    from app.services.rate_limits import ID_PREFIX, RateLimits
+
+    given = {
+        name: None if value == "none" else value
+        for name, value in (
+            ("batch_1_day_max_input_tokens", args.batch_1_day_max_input_tokens),
+            ("max_requests_per_1_day", args.max_requests_per_1_day),
+        )
+        if value is not None
+    }
+    if not given:
+        print("nothing to set: give --batch-1-day-max-input-tokens and/or --max-requests-per-1-day", file=sys.stderr)
+        return 2
+
+    async def work(session, caller):
+        params = RateLimitUpdateParams.model_validate(given)
+        return await RateLimits(session, caller).update(args.name, ID_PREFIX + args.model, params)
+
+    try:
+        limit = asyncio.run(_with_database(_settings(args), lambda db: _as_operator(db, work)))
+    except ApiError as error:
+        print(error.message, file=sys.stderr)
+        return 2
+    print(
+        f"{args.name}\t{limit.model}\tinput tokens a day {limit.batch_1_day_max_input_tokens}"
+        f"\trequests a day {limit.max_requests_per_1_day}"
+    )
+    return 0
+
+
+def _projects_archive(args: argparse.Namespace) -> int:
+    from app.core.errors import ApiError
+    from app.services.org_projects import OrganizationProjects
+
+    async def work(session, caller):
+        return await OrganizationProjects(session, caller).archive(args.name)
+
+    try:
+        _, cancelled = asyncio.run(_with_database(_settings(args), lambda db: _as_operator(db, work)))
+    except ApiError as error:
+        print(error.message, file=sys.stderr)
+        return 1
+    print(f"project {args.name} archived; {cancelled} batches cancelled", file=sys.stderr)
+    return 0
+
+
+def _daily_limit(value: str) -> int | str:
+    """A whole number, or `none` for no limit."""
+    if value == "none":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number or 'none', got {value!r}") from None
+
+
 def _token_limit(value: str) -> int | str:
     """A whole number of tokens, or `default` for the server-wide BATCHD_PROJECT_MAX_ENQUEUED_TOKENS."""
     if value == "default":
@@ -160,7 +239,6 @@ def _token_limit(value: str) -> int | str:
 
 
 def _run_batch(args: argparse.Namespace, engine_flags: list[str]) -> int:
-    from app.engine.local.launch import engine_args_from_flags
     from app.runbatch.runner import RunBatchOptions
     from app.runbatch.runner import main as run_batch_main
     from app.runbatch.sinks import reserve_stdout
@@ -177,17 +255,25 @@ def _run_batch(args: argparse.Namespace, engine_flags: list[str]) -> int:
         error_file=args.error_file,
         output_tmp_dir=args.output_tmp_dir,
         resume=args.resume,
+        retry_failed=args.retry_failed,
         config=args.model_config_file,
         data_dir=args.data_dir or Settings().data_dir,
-        engine_options={"engine_args": engine_args_from_flags(engine_flags)} if engine_flags else {},
+        engine_options={"engine_args": _engine_args(engine_flags)} if engine_flags else {},
     )
     progress = asyncio.run(run_batch_main(options))
     print(progress.summary(), file=sys.stderr)
     return 0
 
 
+def _engine_args(engine_flags: list[str]) -> dict:
+    from app.engine.local.launch import engine_args_from_flags  # imports vLLM
+
+    return engine_args_from_flags(engine_flags)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="batchd", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {metadata.version('batchd')}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the HTTP server")
@@ -250,6 +336,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume", action="store_true", help="skip lines an interrupted run with the same output already wrote"
     )
     run_batch.add_argument(
+        "--retry-failed",
+        metavar="PREVIOUS_OUTPUT",
+        help="run only the lines that failed in an earlier run of the same input: its output (failed lines "
+        "inline) or its --error-file, a path or an http(s) URL",
+    )
+    run_batch.add_argument(
         "--config", dest="model_config_file", type=Path, help="YAML/JSON model options file (as for `batchd serve`)"
     )
     run_batch.add_argument("--data-dir", type=Path, help="where built-in models are built (default ./data)")
@@ -280,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_storage_flags(keys_revoke)
     keys_revoke.set_defaults(func=_keys_revoke)
 
-    projects = commands.add_parser("projects", help="per-project fair-share weight and token limit")
+    projects = commands.add_parser("projects", help="per-project fair-share weight, token limit and completion windows")
     projects_commands = projects.add_subparsers(dest="projects_command", required=True)
     projects_set = projects_commands.add_parser(
         "set", help="change a project's settings (replicas apply them within seconds)"
@@ -295,11 +387,33 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N|default",
         help="prompt tokens this project may have enqueued per model; 'default' uses BATCHD_PROJECT_MAX_ENQUEUED_TOKENS",
     )
+    projects_set.add_argument(
+        "--completion-windows",
+        metavar="W[,W...]|default",
+        help="completion windows this project's batches may use, e.g. 24h; 'default' allows BATCHD_COMPLETION_WINDOWS",
+    )
     _add_storage_flags(projects_set)
     projects_set.set_defaults(func=_projects_set)
-    projects_list = projects_commands.add_parser("list", help="configured projects: name, weight, token limit")
+    projects_list = projects_commands.add_parser(
+        "list", help="configured projects: name, weight, token limit, completion windows"
+    )
     _add_storage_flags(projects_list)
     projects_list.set_defaults(func=_projects_list)
+    projects_limit = projects_commands.add_parser(
+        "limit", help="a project's daily limits for one model (as the Administration API's rate_limits)"
+    )
+    projects_limit.add_argument("name", metavar="NAME", help="the project's id")
+    projects_limit.add_argument("--model", required=True, help="the served model the limits are for")
+    for flag in ("--batch-1-day-max-input-tokens", "--max-requests-per-1-day"):
+        projects_limit.add_argument(flag, type=_daily_limit, metavar="N|none")
+    _add_storage_flags(projects_limit)
+    projects_limit.set_defaults(func=_projects_limit)
+    projects_archive = projects_commands.add_parser(
+        "archive", help="archive a project: its keys stop working, its running batches are cancelled"
+    )
+    projects_archive.add_argument("name", metavar="NAME", help="the project's id")
+    _add_storage_flags(projects_archive)
+    projects_archive.set_defaults(func=_projects_archive)
     return parser
 
 

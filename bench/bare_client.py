@@ -16,28 +16,24 @@ import argparse
 import asyncio
 import json
 import random
-import resource
 import time
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import orjson
 import uvloop
 
-
-def process_cpu_s() -> float:
-    """This process's user + system CPU seconds so far."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+from bench.measure import cpu_seconds
 
 
-async def run(input_path: Path, output_path: Path, urls: list[str], per_url: int) -> dict:
+async def run(input_path: Path, output_path: Path, urls: list[str], per_url: int) -> dict[str, Any]:
     ids = random.Random()
     connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=30)
     headers = {"content-type": "application/json"}
     done = 0
     async with aiohttp.ClientSession(connector=connector) as session:
-        cpu_before, started = process_cpu_s(), time.time()
+        cpu_before, started = cpu_seconds(), time.time()
         with input_path.open("rb") as source, output_path.open("wb") as out:
 
             async def worker(base: str) -> None:
@@ -63,7 +59,7 @@ async def run(input_path: Path, output_path: Path, urls: list[str], per_url: int
 
             await asyncio.gather(*(worker(url) for url in urls for _ in range(per_url)))
         finished = time.time()
-        cpu_s = process_cpu_s() - cpu_before
+        cpu_s = cpu_seconds() - cpu_before
     return {"lines": done, "started": started, "finished": finished, "wall_s": finished - started, "cpu_s": cpu_s}
 
 

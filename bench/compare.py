@@ -1,4 +1,5 @@
-"""Ratios between systems and the pass/fail targets batchd is held to.
+"""Ratios between systems (medians of same-round ratios, for every workload) and the pass/fail
+targets of the side-by-side workloads W1–W4.
 
 Targets (throughput is lines per second of processing time), judged on every input size:
 - W1, W2: each batchd system >= 0.95x the limit and >= 1.0x the peer, and its main process's
@@ -14,6 +15,7 @@ interleaved, so a round's pair shares the host's speed of the moment, which drif
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from bench.result import SystemRun
@@ -44,16 +46,26 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
+def same_round_ratios(mine: Sequence[float | None], theirs: Sequence[float | None]) -> list[float | None]:
+    """Round by round, ``mine`` over ``theirs`` (None where either is missing)."""
+    return [ratio(a, b) for a, b in zip(mine, theirs, strict=False)]
+
+
+def median_same_round_ratio(mine: Sequence[float | None], theirs: Sequence[float | None]) -> float | None:
+    """The median of the same-round ratios; None unless both have a figure in every round. Every
+    workload that compares two things over rounds (systems, layers, the bare client) uses this."""
+    pairs = same_round_ratios(mine, theirs)
+    if not pairs or len(mine) != len(theirs) or any(p is None for p in pairs):
+        return None
+    return statistics.median(p for p in pairs if p is not None)
+
+
 def paired_ratio(run: SystemRun, base: SystemRun | None, figure: str) -> float | None:
     """The median over rounds of `run`'s `figure` over `base`'s in the same round; None unless
     both have it in every round."""
     if base is None or not (run.succeeded and base.succeeded):
         return None
-    mine, theirs = run.per_round(figure), base.per_round(figure)
-    pairs = [ratio(a, b) for a, b in zip(mine, theirs, strict=False)]
-    if len(mine) != len(theirs) or any(p is None for p in pairs):
-        return None
-    return statistics.median(p for p in pairs if p is not None)
+    return median_same_round_ratio(run.per_round(figure), base.per_round(figure))
 
 
 def throughput_ratios(results: dict[str, SystemRun]) -> dict[str, dict[str, float | None]]:

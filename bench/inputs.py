@@ -88,7 +88,7 @@ def documents(n: int, rng: random.Random, tokenizer_file: Path, tokens: int) -> 
     tokenizer = Tokenizer.from_file(str(tokenizer_file))
     docs = []
     for d in range(n):
-        paragraphs = []
+        paragraphs: list[str] = []
         while sum(len(p) for p in paragraphs) < tokens * 6:  # ample text; cut by tokens below
             paragraphs.append(" ".join(sentence(rng) for _ in range(rng.randint(3, 6))))
         text = f"Document {d}.\n\n" + "\n\n".join(paragraphs)

@@ -5,15 +5,17 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
-import subprocess
 from pathlib import Path
+from typing import Any
 
 import psutil
+
+from bench.proc import CommandFailed, output
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def machine_info() -> dict:
+def machine_info() -> dict[str, Any]:
     return {
         "platform": platform.platform(),
         "cpu": platform.processor() or platform.machine(),
@@ -37,12 +39,8 @@ def _version(dist: str) -> str | None:
 def _commit() -> str | None:
     """HEAD's short hash, with "+dirty" when the work tree has changes."""
     try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
+        head = output(["git", "rev-parse", "--short", "HEAD"], cwd=REPO)
+        dirty = output(["git", "status", "--porcelain"], cwd=REPO)
+    except (OSError, CommandFailed):
         return None
     return head + ("+dirty" if dirty else "")

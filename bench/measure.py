@@ -1,5 +1,7 @@
-"""Peak resident memory of a system: its main process and every descendant (vLLM's engine
-core and worker processes), sampled with psutil in a background thread.
+"""The bench's one memory (and CPU) sampler: the resident memory of a process tree (a main
+process and every descendant: vLLM's engine core and worker processes), sampled with psutil in a
+background thread (:class:`TreeRss`) or read once (:func:`tree_rss`), and CPU seconds read from
+/proc (:func:`cpu_seconds`). Every workload reads memory and CPU through this module.
 
 Recorded: each process's own peak, the peak of the tree's total (sum of RSS at one sample;
 shared library pages count once per process, the same way for every system), and the
@@ -9,6 +11,7 @@ timestamped totals, so a peak can also be taken over a time window (e.g. process
 from __future__ import annotations
 
 import bisect
+import resource
 import threading
 import time
 from collections.abc import Callable
@@ -135,6 +138,38 @@ class TreeRss:
         self.main_cpu.append(own.user + own.system)
         self.peak_total = max(self.peak_total, total)
         return True
+
+
+def tree_rss(pid: int) -> int:
+    """The RSS of ``pid`` and its descendants now, in bytes (compiler processes left out, as
+    :class:`TreeRss` does)."""
+    root = psutil.Process(pid)
+    total = root.memory_info().rss
+    for child in root.children(recursive=True):
+        try:
+            if _name(child) not in TOOLCHAIN:
+                total += child.memory_info().rss
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            pass
+    return total
+
+
+def cpu_seconds(pid: int | None = None, *, tree: bool = False) -> float:
+    """User + system CPU seconds of ``pid`` (this process when None), with its descendants'
+    (those alive now) when ``tree``."""
+    if pid is None and not tree:  # getrusage counts microseconds; /proc counts 10 ms ticks
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+    root = psutil.Process(pid)
+    procs = [root, *(root.children(recursive=True) if tree else ())]
+    total = 0.0
+    for proc in procs:
+        try:
+            times = proc.cpu_times()
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+        total += times.user + times.system
+    return total
 
 
 def _name(proc: psutil.Process) -> str:

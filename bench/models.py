@@ -3,13 +3,13 @@ packaged ``all-MiniLM-L6-v2``. Every system loads these exact folders."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.engine.config.catalog import MINILM_NAME, builtin_model_specs
 from app.engine.config.tiny_chat import TINY_CHAT_NAME
+from bench.proc import output
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ def prepare_models(work_dir: Path) -> Models:
     specs = {spec.name: spec for spec in builtin_model_specs(work_dir)}
     chat_path = Path(specs[TINY_CHAT_NAME].path)
     if not chat_path.is_dir():
-        subprocess.run(
+        output(
             [
                 sys.executable,
                 "-c",
@@ -40,7 +40,7 @@ def prepare_models(work_dir: Path) -> Models:
                 "build_tiny_chat_model(Path(sys.argv[1]))",
                 str(chat_path),
             ],
-            check=True,
+            timeout=1800,
         )
     embed_path = Path(specs[MINILM_NAME].path)
     if not embed_path.is_dir():

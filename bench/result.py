@@ -55,11 +55,15 @@ class SystemRun:
 
     @property
     def lines_per_s(self) -> float | None:
-        return self.lines / self.processing_s if self.succeeded else None
+        return self.lines / self.processing_s if self.succeeded and self.processing_s else None
 
     @property
     def output_tokens_per_s(self) -> float | None:
-        return self.output_tokens / self.processing_s if self.succeeded and self.output_tokens else None
+        return (
+            self.output_tokens / self.processing_s
+            if self.succeeded and self.processing_s and self.output_tokens
+            else None
+        )
 
     @property
     def peak_rss_mb(self) -> float | None:
@@ -91,7 +95,7 @@ def median_run(rounds: list[SystemRun]) -> SystemRun:
     round's lines/s. Any failed round is the result: a flaky system must not hide behind its
     good rounds."""
     failed = [run for run in rounds if not run.succeeded]
-    chosen = failed[0] if failed else sorted(rounds, key=lambda run: run.lines_per_s)[(len(rounds) - 1) // 2]
+    chosen = failed[0] if failed else sorted(rounds, key=lambda run: run.lines_per_s or 0.0)[(len(rounds) - 1) // 2]
     if len(rounds) > 1:
         chosen.round_lines_per_s = [_round(run.lines_per_s) for run in rounds]
         chosen.round_peak_rss_mb = [_round(run.peak_rss_mb, 1) for run in rounds]

@@ -1,4 +1,5 @@
-"""A py-spy profile of a batchd front end, split by stage of a line's path.
+"""The bench's one profiler: a py-spy recording of a batchd front end (W8, the load test),
+split by stage of a line's path and summed by leaf function and by file.
 
 py-spy (bench extra) samples the server's Python stacks (``--format raw``: one line per
 distinct stack, frames root first, then a count; blocking mode, because non-blocking samples
@@ -13,10 +14,12 @@ from __future__ import annotations
 import collections
 import shutil
 import signal
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from bench.proc import Child
 
 
 def _anywhere(*needles: str) -> Callable[[list[str]], bool]:
@@ -37,7 +40,7 @@ STAGES: list[tuple[str, Callable[[list[str]], bool]]] = [
     ("other database work", _anywhere("sqlalchemy/", "aiosqlite/", "asyncpg/", "app/db/")),
     (
         "JSON parse/serialise",
-        _leaf("parse_input_line", "jsonbody.py", "pipeline/lines.py", "_json_body", "orjson", "json/"),
+        _leaf("parse_line", "jsonbody.py", "pipeline/lines.py", "_json_body", "orjson", "json/"),
     ),
     ("metrics", _anywhere("core/metrics.py", "prometheus_client/")),
     ("fair gate", _anywhere("pipeline/fair_gate.py")),
@@ -52,10 +55,11 @@ STAGES: list[tuple[str, Callable[[list[str]], bool]]] = [
 IDLE_LEAVES = ("_connection_worker_thread (aiosqlite/core.py:59)", "_worker (concurrent/futures/thread.py:81)")
 
 
-def split(raw_lines: list[str]) -> dict:
-    """Samples by stage (shares of all samples), and the top leaf functions."""
+def split(raw_lines: list[str], top: int = 15) -> dict[str, Any]:
+    """Samples by stage (shares of all samples), the top leaf functions and the files they are in."""
     by_stage: collections.Counter[str] = collections.Counter()
     leaves: collections.Counter[str] = collections.Counter()
+    files: collections.Counter[str] = collections.Counter()
     total = 0
     for line in raw_lines:
         stack, _, count = line.rpartition(" ")
@@ -67,6 +71,7 @@ def split(raw_lines: list[str]) -> dict:
             continue
         total += n
         leaves[leaf] += n
+        files[leaf.rpartition(" (")[2].rstrip(")").rsplit(":", 1)[0]] += n
         stage = next(name for name, rule in STAGES if rule(frames))
         by_stage[stage] += n
     if not total:
@@ -74,7 +79,8 @@ def split(raw_lines: list[str]) -> dict:
     return {
         "samples": total,
         "stages": [(name, round(100 * by_stage[name] / total, 1)) for name, _ in STAGES if by_stage[name]],
-        "leaf_functions": [(name, round(100 * n / total, 1)) for name, n in leaves.most_common(15)],
+        "leaf_functions": [(name, round(100 * n / total, 1)) for name, n in leaves.most_common(top)],
+        "files": [(name, round(100 * n / total, 1)) for name, n in files.most_common(top)],
     }
 
 
@@ -89,26 +95,26 @@ def _short(frame: str) -> str:
 
 
 class Recording:
-    """``py-spy record`` of a process until :meth:`stop` (SIGINT makes py-spy write its file)."""
+    """``py-spy record`` of a process: until :meth:`stop` (SIGINT makes py-spy write its file),
+    or for ``seconds`` when given. ``nonblocking`` samples without pausing the process (its
+    stacks may come back torn; the load test uses it to leave the API's latency alone)."""
 
-    def __init__(self, pid: int, out: Path, rate: int = 200) -> None:
-        self.out = out
+    def __init__(
+        self, pid: int, out: Path, rate: int = 200, *, seconds: int | None = None, nonblocking: bool = False
+    ) -> None:
+        self.out, self.seconds = out, seconds
         py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-        self.proc = subprocess.Popen(
-            [py_spy, "record", "--pid", str(pid), "--rate", str(rate), "--threads", "--format", "raw"]
-            + ["--output", str(out)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        cmd = [py_spy, "record", "--pid", str(pid), "--rate", str(rate), "--threads", "--format", "raw"]
+        cmd += ["--duration", str(seconds)] if seconds else []
+        cmd += ["--nonblocking"] if nonblocking else []
+        self.child = Child([*cmd, "--output", str(out)], out.with_suffix(".log")).start()
 
-    def stop(self) -> dict:
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            return {}
-        if not self.out.exists():
+    def stop(self) -> dict[str, Any]:
+        """The split profile ({} when py-spy wrote none)."""
+        if self.seconds:
+            done = self.child.finish(timeout=self.seconds + 60)
+        else:
+            done = self.child.interrupt(grace=60)
+        if done.returncode == -signal.SIGKILL or not self.out.exists():  # killed: its file may be torn
             return {}
         return split(self.out.read_text(errors="replace").splitlines())

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 
-from sqlalchemy import text
+from sqlalchemy import CursorResult, text
 
 from app.db.engine import Database
 from harness.server import ServerProcess
@@ -22,7 +23,7 @@ def execute(server: ServerProcess, sql: str, **params) -> list[tuple]:
         try:
             async with db.write() as session:
                 result = await session.execute(text(sql), params)
-                return [tuple(row) for row in result] if result.returns_rows else []
+                return [tuple(row) for row in result] if cast(CursorResult, result).returns_rows else []
         finally:
             await db.dispose()
 

@@ -29,6 +29,7 @@ class FakeFleet:
         max_concurrency: int = 1_000_000,
         record_priority: bool = False,
         reject_priority: bool = False,
+        tokenize_failures: int | None = None,
     ) -> None:
         self.ports = ports or [free_port() for _ in range(count)]
         self.model = model
@@ -48,6 +49,7 @@ class FakeFleet:
         ]
         cmd += ["--record-priority"] if record_priority else []
         cmd += ["--reject-priority"] if reject_priority else []
+        cmd += ["--tokenize-failures", str(tokenize_failures)] if tokenize_failures is not None else []
         for port in self.ports:
             cmd += ["--port", str(port)]
         self.process = ManagedProcess(cmd, log_dir / f"fake-upstream-{self.ports[0]}.log", cwd=ROOT)
@@ -73,8 +75,9 @@ class FakeFleet:
         """The last message of each chat request received -> its ``priority`` (--record-priority)."""
         return httpx.get(f"http://127.0.0.1:{self.ports[0]}/_priorities", timeout=5).json()
 
-    def request_log(self) -> list[tuple[float, float, str]]:
-        """Every request the fleet answered: (started, finished, the body's `user`), all ports."""
+    def request_log(self) -> list[tuple[float, float, str, int]]:
+        """Every request the fleet answered, all ports: (started: when it left the port's queue,
+        finished, the body's `user`, the priority it was queued at)."""
         return [tuple(entry) for entry in httpx.get(f"http://127.0.0.1:{self.ports[0]}/_log", timeout=30).json()]
 
     def stats_reset(self) -> None:

@@ -2,8 +2,14 @@
 cheap enough per request that it does not eat the CPU a benchmark measures.
 
 Every port serves ``GET /v1/models`` (the model given by --model) and POSTs to
-``/v1/chat/completions`` and ``/v1/embeddings``. A request takes --delay-ms, with at most
---max-concurrency at once per port (the rest queue, as in vLLM's scheduler).
+``/v1/chat/completions`` (5 prompt tokens, 2 completion tokens; 3 of the prompt tokens cached
+when the body has a ``prompt_cache_key``), ``/v1/embeddings`` (3 tokens an input),
+``/v1/messages`` (Anthropic's shape) and ``/v1/audio/transcriptions`` (any form; 4 seconds). A
+request takes --delay-ms, with at most --max-concurrency at once per port. The rest wait in the port's queue and are served as vLLM's
+priority scheduler (``--scheduling-policy priority``) serves its waiting queue: lowest
+``priority`` first (none counts as 0, vLLM's default), then arrival order. Running requests are
+never preempted (vLLM preempts only for KV-cache room, which the fake does not model). A fleet
+whose requests carry no priority, or equal ones, is first come, first served.
 
 Fault schedule: a chat request whose last message reads ``plan:A,B,C#tag`` (the tag makes
 it unique) plays act A on its
@@ -14,13 +20,18 @@ goes away). ``GET /_stats`` returns counters, among them ``closed_in_flight``: r
 client closed the connection before the answer, and ``first_at`` / ``last_at``: the wall-clock
 times of the first request and the last answer (a benchmark's run as the fleet saw it).
 ``GET /_stats/reset`` zeroes them all. ``GET /_log`` lists every answered request as
-``[started, finished, user]`` (wall-clock seconds and the body's ``user`` field), so a test can
+``[started, finished, user, priority]``: when it left the queue and when it was answered
+(wall-clock seconds), the body's ``user`` field and the priority it was queued at, so a test can
 tell whose lines the fleet ran when.
 
 Priority: with --record-priority, ``GET /_priorities`` maps the last message of every chat
 request received to its ``priority`` (null when it had none). With --reject-priority, a
 request with a non-zero ``priority`` gets the 400 older vLLM releases answer on a server
 started without ``--scheduling-policy priority``.
+
+Tokenize: with --tokenize-failures N, ``POST /tokenize`` is served (vLLM's shape; the count is
+the number of characters of the messages' contents, or of the prompt), its first N requests
+answered 503; ``/_stats`` counts ``tokenize_ok`` and ``tokenize_failed``. Without it, 404.
 
     python -m harness.fake_upstream --port 9001 --port 9002 --delay-ms 200 --max-concurrency 32
 """
@@ -29,6 +40,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import heapq
+import itertools
 import json
 import os
 import resource
@@ -36,6 +49,7 @@ import signal
 import sys
 import time
 from collections import Counter
+from typing import Any
 
 _STALL_S = 60.0
 
@@ -49,6 +63,47 @@ _REASONS = {
 }
 
 
+class PriorityGate:
+    """At most `slots` holders at once; waiters are let in lowest priority first, then in
+    arrival order (vLLM's priority scheduler's waiting queue)."""
+
+    def __init__(self, slots: int) -> None:
+        self.slots = slots
+        self.running = 0
+        self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._arrivals = itertools.count()
+
+    async def acquire(self, priority: int) -> None:
+        if self.running < self.slots and not self._waiting:
+            self.running += 1
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiting, (priority, next(self._arrivals), turn))
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self.release()  # the slot was handed over as the waiter went away
+            else:
+                self._waiting = [entry for entry in self._waiting if entry[2] is not turn]
+                heapq.heapify(self._waiting)
+            raise
+
+    def release(self) -> None:
+        """Hand the slot to the first waiter (it stays taken) or free it."""
+        while self._waiting:
+            *_, turn = heapq.heappop(self._waiting)
+            if not turn.done():
+                turn.set_result(None)
+                return
+        self.running -= 1
+
+
+def _priority(request: dict) -> int:
+    value = request.get("priority")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 class FakeUpstream:
     def __init__(
         self,
@@ -57,8 +112,10 @@ class FakeUpstream:
         max_concurrency: int,
         record_priority: bool = False,
         reject_priority: bool = False,
+        tokenize_failures: int | None = None,
     ) -> None:
         self.model = model
+        self.tokenize_failures = tokenize_failures  # None: no /tokenize
         self.record_priority = record_priority
         self.reject_priority = reject_priority
         self.priorities: dict[str, int | None] = {}
@@ -67,7 +124,7 @@ class FakeUpstream:
         self.stats: Counter[str] = Counter()
         self.attempts: Counter[str] = Counter()
         self.open_connections = 0
-        self.log: list[tuple[float, float, str]] = []
+        self.log: list[tuple[float, float, str, int]] = []
         self.first_at: float | None = None
         self.last_at: float | None = None
         self._models = json.dumps(
@@ -75,12 +132,10 @@ class FakeUpstream:
         ).encode()
 
     async def serve(self, port: int) -> asyncio.AbstractServer:
-        gate = asyncio.Semaphore(self.max_concurrency)
+        gate = PriorityGate(self.max_concurrency)
         return await asyncio.start_server(lambda r, w: self._connection(r, w, gate), "127.0.0.1", port, backlog=1024)
 
-    async def _connection(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, gate: asyncio.Semaphore
-    ) -> None:
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, gate: PriorityGate) -> None:
         self.open_connections += 1
         try:
             while True:
@@ -109,7 +164,7 @@ class FakeUpstream:
         if method == "GET" and path == "/v1/models":
             return _write(writer, 200, self._models)
         if method == "GET" and path == "/_stats":
-            stats = {**self.stats, "open_connections": self.open_connections}
+            stats: dict[str, Any] = {**self.stats, "open_connections": self.open_connections}
             stats.update(first_at=self.first_at, last_at=self.last_at)
             return _write(writer, 200, json.dumps(stats).encode())
         if method == "GET" and path == "/_priorities":
@@ -120,16 +175,18 @@ class FakeUpstream:
             self.stats.clear()
             self.first_at = self.last_at = None
             return _write(writer, 200, b"{}")
-        if method != "POST" or path not in ("/v1/chat/completions", "/v1/embeddings"):
+        if method == "POST" and path == "/tokenize" and self.tokenize_failures is not None:
+            return _write(writer, *self._tokenize(json.loads(body)))
+        if method != "POST" or path not in _ROUTES:
             return _write(writer, 404, b'{"error": {"message": "Not Found", "type": "NotFoundError"}}')
-        request = json.loads(body)
+        request = {} if path == _TRANSCRIPTIONS else json.loads(body)  # a transcription is a multipart form
         if self.first_at is None:
             self.first_at = time.time()
         self.stats["requests"] += 1
         priority = request.get("priority")
         if self.reject_priority and priority:
             self.stats["priority_refused"] += 1
-            message = {
+            message: dict[str, Any] = {
                 "object": "error",
                 "message": f"Got priority {priority} but Priority scheduling is not enabled.",
                 "type": "BadRequestError",
@@ -165,16 +222,32 @@ class FakeUpstream:
                 }
             }
             return _write(writer, status, json.dumps(message).encode(), headers)
-        async with gate:
-            self.stats["in_flight"] += 1
-            started = time.time()
-            try:
-                await asyncio.sleep(self.delay_s)
-            finally:
-                self.stats["in_flight"] -= 1
-            self.log.append((started, time.time(), str(request.get("user") or "")))
+        queued_at = _priority(request)
+        self.stats["waiting"] += 1
+        try:
+            await gate.acquire(queued_at)
+        finally:
+            self.stats["waiting"] -= 1
+        self.stats["in_flight"] += 1
+        started = time.time()
+        try:
+            await asyncio.sleep(self.delay_s)
+        finally:
+            self.stats["in_flight"] -= 1
+            gate.release()
+        self.log.append((started, time.time(), str(request.get("user") or ""), queued_at))
         self.last_at = time.time()
         return _write(writer, 200, _reply(path, request))
+
+    def _tokenize(self, request: dict) -> tuple[int, bytes]:
+        if self.tokenize_failures:
+            self.tokenize_failures -= 1
+            self.stats["tokenize_failed"] += 1
+            return 503, b'{"error": {"message": "fake 503", "type": "Error", "param": null, "code": 503}}'
+        self.stats["tokenize_ok"] += 1
+        messages = request.get("messages") or []
+        count = sum(len(str(m.get("content", ""))) for m in messages) if messages else len(request.get("prompt", ""))
+        return 200, json.dumps({"count": count, "max_model_len": 4096, "tokens": []}).encode()
 
     def _act(self, request: dict) -> str:
         messages = request.get("messages") or []
@@ -198,7 +271,26 @@ async def _client_gone(reader: asyncio.StreamReader, timeout: float | None) -> b
         return True
 
 
+_TRANSCRIPTIONS = "/v1/audio/transcriptions"
+_ROUTES = ("/v1/chat/completions", "/v1/embeddings", "/v1/messages", _TRANSCRIPTIONS)
+
+
 def _reply(path: str, request: dict) -> bytes:
+    if path == _TRANSCRIPTIONS:
+        return json.dumps({"text": "fake words", "usage": {"type": "duration", "seconds": 4}}).encode()
+    if path == "/v1/messages":
+        return json.dumps(
+            {
+                "id": "msg_fake",
+                "type": "message",
+                "role": "assistant",
+                "model": request.get("model"),
+                "content": [{"type": "text", "text": "fake answer"}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 5, "output_tokens": 2},
+            }
+        ).encode()
     if path == "/v1/embeddings":
         inputs = request.get("input")
         count = len(inputs) if isinstance(inputs, list) else 1
@@ -219,7 +311,12 @@ def _reply(path: str, request: dict) -> bytes:
             "choices": [
                 {"index": 0, "message": {"role": "assistant", "content": "fake answer"}, "finish_reason": "stop"}
             ],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+            "usage": {
+                "prompt_tokens": 5,
+                "completion_tokens": 2,
+                "total_tokens": 7,
+                **({"prompt_tokens_details": {"cached_tokens": 3}} if "prompt_cache_key" in request else {}),
+            },
         }
     ).encode()
 
@@ -241,9 +338,15 @@ async def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cpu-file", help="on SIGTERM, write this process's CPU seconds here")
     parser.add_argument("--record-priority", action="store_true", help="serve GET /_priorities")
     parser.add_argument("--reject-priority", action="store_true", help="refuse a non-zero priority as vLLM's fcfs")
+    parser.add_argument("--tokenize-failures", type=int, metavar="N", help="serve /tokenize, failing the first N")
     args = parser.parse_args(argv)
     fake = FakeUpstream(
-        args.model, args.delay_ms / 1000, args.max_concurrency, args.record_priority, args.reject_priority
+        args.model,
+        args.delay_ms / 1000,
+        args.max_concurrency,
+        args.record_priority,
+        args.reject_priority,
+        args.tokenize_failures,
     )
     servers = [await fake.serve(port) for port in args.port]
     print("ready", flush=True)

@@ -8,7 +8,9 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import httpx
@@ -24,7 +26,11 @@ class ManagedProcess:
     """`cmd` started in a new session (or, with `session=False`, only a new process group, so
     a niceness still counts against the rest of the session: the kernel's autogroup schedules a
     session as one). `stop()` asks the leader (or the whole group) to end, and after the grace
-    period SIGKILLs whatever is left of the group; either way the group is gone on return."""
+    period SIGKILLs whatever is left of the group; either way the group is gone on return.
+
+    With `on_line`, stdout and stderr come through a pipe: a thread copies each line to the log
+    and calls `on_line(line, time.time() it was read)` (a benchmark times its child by what it
+    prints)."""
 
     def __init__(
         self,
@@ -37,6 +43,7 @@ class ManagedProcess:
         cwd: Path | None = None,
         session: bool = True,
         niceness: int = 0,
+        on_line: Callable[[str, float], None] | None = None,
     ) -> None:
         self.cmd = list(cmd)
         self.log_path = log_path
@@ -46,7 +53,9 @@ class ManagedProcess:
         self.cwd = cwd
         self.session = session
         self.niceness = niceness
+        self.on_line = on_line
         self.proc: subprocess.Popen | None = None
+        self._pump: threading.Thread | None = None
         # Set once its group was killed and reaped: its id may belong to another group later.
         self.ended = False
 
@@ -58,7 +67,7 @@ class ManagedProcess:
     def start(self) -> ManagedProcess:
         niceness = self.niceness
         with contextlib.ExitStack() as files:
-            out = files.enter_context(open(self.log_path, "ab"))
+            out = subprocess.PIPE if self.on_line else files.enter_context(open(self.log_path, "ab"))
             err = files.enter_context(open(self.stderr_path, "ab")) if self.stderr_path else subprocess.STDOUT
             stdin = files.enter_context(open(self.stdin_path, "rb")) if self.stdin_path else subprocess.DEVNULL
             self.proc = subprocess.Popen(
@@ -73,10 +82,33 @@ class ManagedProcess:
                 preexec_fn=(lambda: os.nice(niceness)) if niceness else None,
             )
         watchdog.register_group(self.proc.pid)
+        if self.on_line:
+            self._pump = threading.Thread(target=self._copy_lines, args=(self.on_line,), name="log-pump", daemon=True)
+            self._pump.start()
         return self
+
+    def _copy_lines(self, on_line: Callable[[str, float], None]) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        with open(self.log_path, "ab") as log:
+            for raw in self.proc.stdout:
+                read_at = time.time()
+                log.write(raw)
+                on_line(raw.decode("utf-8", errors="replace"), read_at)
+
+    def wait(self, timeout: float) -> int | None:
+        """The exit code once the leader exits within `timeout` seconds, else None (it runs on)."""
+        assert self.proc is not None
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def returncode(self) -> int | None:
+        """The exit status once it ended (None while running or never started)."""
+        return self.proc.poll() if self.proc is not None else None
 
     def log(self, tail: int = 5000) -> str:
         return self.log_path.read_text(errors="replace")[-tail:] if self.log_path.exists() else ""
@@ -105,6 +137,9 @@ class ManagedProcess:
             os.killpg(pgid, signal.SIGKILL)
         self.proc.wait()
         self.ended = True
+        if self._pump is not None:
+            # EOF once every member holding the pipe is gone; a stray one must not hang the caller.
+            self._pump.join(timeout=30)
         # The other members (engine processes, now init's children) are reaped on their own time;
         # one that outlasts the wait is still registered, so the watchdog kills it again.
         with contextlib.suppress(TimeoutError):
@@ -128,7 +163,7 @@ def wait_http_ok(url: str, process: ManagedProcess, timeout: float, what: str = 
 
     def answers() -> bool:
         if not process.running():
-            raise RuntimeError(f"{name} exited with {process.proc.returncode}:\n{process.log()}")
+            raise RuntimeError(f"{name} exited with {process.returncode()}:\n{process.log()}")
         try:
             return httpx.get(url, timeout=2).status_code == 200
         except httpx.HTTPError:

@@ -122,7 +122,7 @@ def wait_until_ready(server: SeaweedFS, timeout: float) -> None:
 
     def ready() -> bool:
         if not process.running():
-            raise RuntimeError(f"weed exited with {process.proc.returncode}:\n{server.log()}")
+            raise RuntimeError(f"weed exited with {process.returncode()}:\n{server.log()}")
         try:
             httpx.get(server.endpoint_url, timeout=1)
             ensure_bucket(server, "batchd-ready-check")

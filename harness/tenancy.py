@@ -1,10 +1,12 @@
 """Several projects sharing one batchd cluster (replicas over one database and blob store) in
 front of the fake upstream fleet, and what the fleet's request log says about who got what:
 shares per time window, how busy the fleet was, each batch's last line. Used by the fair-share
-tests (tests/e2e/test_fair_share.py) and benchmark W6 (bench/w6_tenancy.py).
+tests (tests/e2e/test_fair_share.py) and benchmark W6 (bench/workloads/w6_tenancy.py).
 
 Each line carries its project and batch name in the body's `user` field ("team-a/b3"), which
-the fleet logs with each request's start and finish."""
+the fleet logs with each request's start (when it left the fleet's queue), finish and priority.
+Each model has a fleet of its own (its own slots), as models on separate vLLM servers do; the
+fleets serve their queues lowest priority first (harness/fake_upstream.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ import json
 import subprocess
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import openai
 
@@ -22,22 +25,30 @@ from harness.fake_fleet import FakeFleet, upstream_config
 from harness.server import BATCHD, ServerProcess
 
 MODEL = "fleet-model"
-Request = tuple[float, float, str]  # started, finished, "project/batch"
+
+
+class Request(NamedTuple):
+    """One request as the fleet logged it."""
+
+    started: float  # left the fleet's queue (wall clock)
+    finished: float
+    tag: str  # "project/batch"
+    priority: int  # the priority it was queued at (0 without one)
 
 
 def key_of(project: str) -> str:
     return f"key-{project}"
 
 
-def lines(tag: str, count: int) -> bytes:
-    """`count` chat lines whose requests the fleet logs under `tag` ("project/batch")."""
+def lines(tag: str, count: int, model: str = MODEL) -> bytes:
+    """`count` chat lines for `model` whose requests the fleet logs under `tag` ("project/batch")."""
     return b"".join(
         json.dumps(
             {
                 "custom_id": f"{tag}-{i}",
                 "method": "POST",
                 "url": "/v1/chat/completions",
-                "body": {"model": MODEL, "messages": [{"role": "user", "content": f"q{i}"}], "user": tag},
+                "body": {"model": model, "messages": [{"role": "user", "content": f"q{i}"}], "user": tag},
             }
         ).encode()
         + b"\n"
@@ -46,8 +57,13 @@ def lines(tag: str, count: int) -> bytes:
 
 
 class TenancyCluster:
-    """A fake fleet of `urls` x `per_url` slots, each request taking `delay_ms`, and `replicas`
-    batchd servers in front of it that know API keys `key-<project>` for `projects`."""
+    """For each of `models`, a fake fleet of `urls` x `per_url` slots, each request taking
+    `delay_ms`; and `replicas` batchd servers in front of them that know API keys
+    `key-<project>` for `projects`. With `priority`, the models' upstream blocks say
+    ``priority: true`` (the fleet is started with --scheduling-policy priority), so batchd sends
+    each line's priority. `upstream_max_concurrency`: the blocks' ``max_concurrency`` per URL
+    (default: the fleet's slots); above the slots, lines queue at the fleet, where priority
+    orders them, as docs/priority.md recommends for a fleet that schedules by priority."""
 
     def __init__(
         self,
@@ -60,16 +76,30 @@ class TenancyCluster:
         per_url: int = 8,
         delay_ms: float = 100,
         env: dict[str, str] | None = None,
+        models: Sequence[str] = (MODEL,),
+        priority: bool = False,
+        upstream_max_concurrency: int | None = None,
     ) -> None:
         self.work = work
         self.database_url = database_url
-        self.capacity_slots = urls * per_url
-        self.capacity = self.capacity_slots * 1000 / delay_ms  # lines/s
-        self.fleet = FakeFleet(work, count=urls, delay_ms=delay_ms, max_concurrency=per_url)
-        config = upstream_config(
-            work / "fleet.json",
-            {MODEL: {"urls": self.fleet.urls, "model": self.fleet.model, "max_concurrency": per_url, "timeout_s": 60}},
-        )
+        self.capacity_slots = urls * per_url  # per model
+        self.capacity = self.capacity_slots * 1000 / delay_ms  # lines/s per model
+        self.fleets = {
+            model: FakeFleet(work, count=urls, model=model, delay_ms=delay_ms, max_concurrency=per_url)
+            for model in models
+        }
+        self.fleet = self.fleets[models[0]]
+        blocks = {
+            model: {
+                "urls": fleet.urls,
+                "model": model,
+                "max_concurrency": upstream_max_concurrency or per_url,
+                "timeout_s": 60,
+            }
+            | ({"priority": True} if priority else {})
+            for model, fleet in self.fleets.items()
+        }
+        config = upstream_config(work / "fleet.json", blocks)
         keys = ",".join(f"{key_of(p)}={p}" for p in projects)
         self.servers = [
             ServerProcess(
@@ -83,7 +113,8 @@ class TenancyCluster:
         ]
 
     def start(self) -> TenancyCluster:
-        self.fleet.start()
+        for fleet in self.fleets.values():
+            fleet.start()
         for server in self.servers:
             server.data_dir.mkdir(parents=True, exist_ok=True)
         threads = [threading.Thread(target=server.start) for server in self.servers]
@@ -100,32 +131,47 @@ class TenancyCluster:
     def stop(self) -> None:
         for server in self.servers:
             server.kill()
-        self.fleet.kill()
+        for fleet in self.fleets.values():
+            fleet.kill()
 
     def client(self, project: str, replica: int = 0) -> openai.OpenAI:
-        return openai_client(self.servers[replica].base_url, key_of(project), max_retries=2)
+        """`project`'s client of replica number `replica` (modulo the replicas: a scenario
+        written for two runs on one)."""
+        server = self.servers[replica % len(self.servers)]
+        return openai_client(server.base_url, key_of(project), max_retries=2)
 
     def set_weight(self, project: str, weight: int) -> None:
-        subprocess.run(
-            [str(BATCHD), "projects", "set", project, "--weight", str(weight)]
-            + ["--database-url", self.database_url, "--data-dir", str(self.work / "cli")],
-            check=True,
-            capture_output=True,
-            timeout=120,
-            cwd=self.work,
-        )
+        set_weight(self.database_url, self.work, project, weight)
 
-    def upload(self, project: str, name: str, count: int, replica: int = 0) -> str:
+    def upload(self, project: str, name: str, count: int, replica: int = 0, model: str = MODEL) -> str:
         client = self.client(project, replica)
-        return client.files.create(file=(f"{name}.jsonl", lines(f"{project}/{name}", count)), purpose="batch").id
+        body = lines(f"{project}/{name}", count, model)
+        return client.files.create(file=(f"{name}.jsonl", body), purpose="batch").id
 
     def create(self, project: str, file_id: str, window: str = "24h", replica: int = 0):
         return self.client(project, replica).batches.create(
-            input_file_id=file_id, endpoint="/v1/chat/completions", completion_window=window
+            input_file_id=file_id,
+            endpoint="/v1/chat/completions",
+            completion_window=window,  # type: ignore[arg-type]  # batchd also takes its own windows
         )
 
-    def log(self) -> list[Request]:
-        return self.fleet.request_log()
+    def log(self, model: str | None = None) -> list[Request]:
+        """The request log of `model`'s fleet (the first model's by default)."""
+        fleet = self.fleets[model] if model else self.fleet
+        return [Request(*entry) for entry in fleet.request_log()]
+
+
+def set_weight(database_url: str, work: Path, project: str, weight: int) -> None:
+    """`batchd projects set PROJECT --weight N`, as an admin would (replicas see it within
+    their weight cache's 3 s)."""
+    subprocess.run(
+        [str(BATCHD), "projects", "set", project, "--weight", str(weight)]
+        + ["--database-url", database_url, "--data-dir", str(work / "cli")],
+        check=True,
+        capture_output=True,
+        timeout=120,
+        cwd=work,
+    )
 
 
 def project_of(tag: str) -> str:
@@ -134,22 +180,22 @@ def project_of(tag: str) -> str:
 
 def shares(log: Iterable[Request], start: float, end: float) -> dict[str, float]:
     """Each project's fraction of the requests that finished in [start, end)."""
-    counts = Counter(project_of(tag) for _, finished, tag in log if start <= finished < end)
+    counts = Counter(project_of(r.tag) for r in log if start <= r.finished < end)
     total = sum(counts.values())
     return {project: n / total for project, n in sorted(counts.items())} if total else {}
 
 
 def busy_fraction(log: Iterable[Request], slots: int, start: float, end: float) -> float:
     """Slot-seconds the fleet's requests held in [start, end) over all it had."""
-    held = sum(max(0.0, min(finished, end) - max(started, start)) for started, finished, _ in log)
+    held = sum(max(0.0, min(r.finished, end) - max(r.started, start)) for r in log)
     return held / (slots * (end - start)) if end > start else 0.0
 
 
 def in_flight(log: Iterable[Request], at: float, project: str | None = None) -> int:
-    return sum(1 for started, finished, tag in log if started <= at < finished and project in (None, project_of(tag)))
+    return sum(1 for r in log if r.started <= at < r.finished and project in (None, project_of(r.tag)))
 
 
 def span(log: Iterable[Request], tag_prefix: str) -> tuple[float, float]:
     """When the fleet started the first and finished the last request whose tag starts so."""
-    mine = [(started, finished) for started, finished, tag in log if tag.startswith(tag_prefix)]
-    return min(s for s, _ in mine), max(f for _, f in mine)
+    mine = [r for r in log if r.tag.startswith(tag_prefix)]
+    return min(r.started for r in mine), max(r.finished for r in mine)

@@ -14,10 +14,17 @@ from harness.process import ManagedProcess, wait_http_ok
 
 class VllmServer:
     """`vllm serve` of `model_path` as `served_name`, CPU, eager, float32, and `extra` flags
-    (e.g. ``--max-num-seqs 8 --scheduling-policy priority``), offline, in a process group of its
+    (e.g. ``--max-num-seqs 8 --scheduling-policy priority``) and `env` additions, offline, in a process group of its
     own that dies with the process that started it (harness/watchdog.py)."""
 
-    def __init__(self, log_dir: Path, model_path: str | Path, served_name: str, extra: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        log_dir: Path,
+        model_path: str | Path,
+        served_name: str,
+        extra: Sequence[str] = (),
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.port = free_port()
         cmd = [
             sys.executable,
@@ -36,7 +43,13 @@ class VllmServer:
             "float32",
             *extra,
         ]
-        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        env = {
+            **os.environ,
+            "VLLM_CPU_KVCACHE_SPACE": "1",
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            **(env or {}),
+        }
         self.process = ManagedProcess(cmd, log_dir / f"vllm-{served_name}-{self.port}.log", env=env)
 
     @property

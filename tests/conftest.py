@@ -15,6 +15,7 @@ from harness.seaweedfs import SeaweedFS
 from harness.server import ServerProcess
 from tests.support.engines import eager_config
 from tests.support.head_start import HeadStarts
+from tests.support.otlp import shared_receiver
 from tests.support.s3 import S3Location
 
 # CI sets this: Postgres tests must run there, never skip.
@@ -44,6 +45,10 @@ API_KEYS_ENV = ",".join(f"{k}={p}" for k, p in KEYS.items())
 # part, thus start once per database, and the Postgres one stores its blobs in S3.
 BACKENDS = ["sqlite", "postgres-s3"]
 CHEAP_BACKENDS = ["sqlite", "postgres", "postgres-s3"]
+# BATCHD_TEST_BACKENDS=sqlite (make test-fast) runs every backend-parametrized test on those only.
+if os.environ.get("BATCHD_TEST_BACKENDS"):
+    _ONLY = os.environ["BATCHD_TEST_BACKENDS"].split(",")
+    BACKENDS, CHEAP_BACKENDS = [b for b in BACKENDS if b in _ONLY], [b for b in CHEAP_BACKENDS if b in _ONLY]
 
 
 def _parametrizes_backend_itself(metafunc) -> bool:
@@ -59,9 +64,39 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("backend", CHEAP_BACKENDS if cheap else BACKENDS, indirect=True, scope="session")
 
 
+# Tests under these directories (or in these files) start engines (vLLM in-process or `vllm
+# serve`), servers with models (real or a fake upstream fleet) or the bench harness on them; with
+# the tests that use the shared model server they are marked `engine`, and `make test-fast` leaves
+# them out.
+ENGINE_PATHS = (
+    "e2e",
+    "engine/local",
+    "runbatch",
+    "processes",
+    "bench/test_bench_smoke.py",
+    "bench/test_load_smoke.py",
+)
+ENGINE_FIXTURES = {"model_server"}
+TESTS = Path(__file__).resolve().parent
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "all_backends: also run on Postgres with local blobs")
     config.addinivalue_line("markers", "ends_model_server: stops its backend's shared model server")
+    config.addinivalue_line("markers", "engine: starts an engine or a server with models (not in make test-fast)")
+    config.addinivalue_line("markers", "slow: takes half a minute or more with no engine (not in make test-fast)")
+
+
+def _starts_an_engine(item) -> bool:
+    path = Path(item.path).resolve()
+    under = any(TESTS / p == path or TESTS / p in path.parents for p in ENGINE_PATHS)
+    return under or bool(ENGINE_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+def pytest_itemcollected(item):
+    """Mark every test that starts an engine (see ENGINE_PATHS), before `-m` selects."""
+    if _starts_an_engine(item):
+        item.add_marker(pytest.mark.engine)
 
 
 def _backend_of(item) -> str | None:
@@ -174,7 +209,8 @@ def client_b(server) -> openai.OpenAI:
 def model_server(start_server, tmp_path_factory) -> ServerProcess:
     """A server running the two built-in models (engines start once per session and backend).
     A 3-second completion window exists for expiry tests; batches are capped at 3000 lines; the
-    chat engine runs 16 sequences at a time, so a few hundred lines already queue up."""
+    chat engine runs 16 sequences at a time, so a few hundred lines already queue up. It exports
+    traces to the session's OTLP receiver (tests/e2e/test_traces.py)."""
     config = eager_config(
         tmp_path_factory.mktemp("config") / "models.json",
         {"batchd-tiny-chat": {"max_num_seqs": 16}, "all-MiniLM-L6-v2": {}},
@@ -185,6 +221,7 @@ def model_server(start_server, tmp_path_factory) -> ServerProcess:
             "BATCHD_COMPLETION_WINDOWS": "24h,1h,3s",
             "BATCHD_MAX_BATCH_LINES": "3000",
             **WEBHOOK_TEST_ENV,
+            **shared_receiver().server_env(),
         },
         models=True,
         args=["--model", "batchd-tiny-chat", "--model", "all-MiniLM-L6-v2", "--config", str(config)],

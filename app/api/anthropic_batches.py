@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 
-from app.api.deps import SessionDep, SettingsDep, StoreDep
+from app.api.deps import RuntimeDep, SessionDep, SettingsDep, StoreDep, WakeDep
 from app.core.anthropic_api import MESSAGE_BATCHES_PATH
 from app.schemas.anthropic import (
     ANTHROPIC_ERROR_RESPONSES,
@@ -20,21 +20,26 @@ from app.schemas.anthropic import (
     MessageBatchList,
 )
 from app.schemas.common import json_body
+from app.services.auth import Caller
 from app.services.message_batches import MessageBatchService, to_message_batch
-from app.services.unit_of_work import after_commit
 
 
-async def get_anthropic_project(request: Request) -> str:
-    """The caller's project from `x-api-key`, as Anthropic's clients send it, or from a Bearer key."""
+async def get_anthropic_caller(request: Request, runtime: RuntimeDep) -> Caller:
+    """The caller from `x-api-key`, as Anthropic's clients send it, or from a Bearer key."""
     key = request.headers.get("x-api-key")
     authorization = f"Bearer {key}" if key else request.headers.get("authorization")
-    return await request.app.state.auth.project_for(authorization)
+    return await runtime.auth.caller_for(authorization)
+
+
+async def get_anthropic_project(caller: Annotated[Caller, Depends(get_anthropic_caller)]) -> str:
+    return caller.project
 
 
 async def get_message_batch_service(session: SessionDep, store: StoreDep, settings: SettingsDep) -> MessageBatchService:
     return MessageBatchService(session, store, settings)
 
 
+AnthropicCallerDep = Annotated[Caller, Depends(get_anthropic_caller)]
 AnthropicProjectDep = Annotated[str, Depends(get_anthropic_project)]
 MessageBatchServiceDep = Annotated[MessageBatchService, Depends(get_message_batch_service)]
 
@@ -52,16 +57,11 @@ def _base_url(request: Request) -> str:
     responses=CREATE_ERROR_RESPONSES,
 )
 async def create_message_batch(
-    request: Request, project: AnthropicProjectDep, batches: MessageBatchServiceDep, session: SessionDep
+    request: Request, caller: AnthropicCallerDep, batches: MessageBatchServiceDep, wake_worker: WakeDep
 ) -> MessageBatch:
     """Create a Message Batch from `requests: [{custom_id, params}]`; it starts `in_progress`."""
-    batch = await batches.create(project, await request.body())
-
-    async def wake() -> None:
-        if request.app.state.worker is not None:  # none yet while the engines load
-            request.app.state.worker.wake(None)
-
-    after_commit(session, wake)
+    batch = await batches.create(caller.project, await request.body(), api_key_id=caller.key_id)
+    wake_worker()
     return to_message_batch(batch, _base_url(request))
 
 
@@ -99,16 +99,11 @@ async def cancel_message_batch(
     message_batch_id: str,
     project: AnthropicProjectDep,
     batches: MessageBatchServiceDep,
-    session: SessionDep,
+    wake_worker: WakeDep,
 ) -> MessageBatch:
     """`canceling` at once; `ended` once in-flight requests are stopped (the rest `canceled`)."""
     batch = await batches.cancel(project, message_batch_id)
-
-    async def wake() -> None:
-        if request.app.state.worker is not None:
-            request.app.state.worker.wake(batch.id)
-
-    after_commit(session, wake)
+    wake_worker(batch.id)
     return to_message_batch(batch, _base_url(request))
 
 

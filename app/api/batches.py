@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Query, Request
+from fastapi.responses import StreamingResponse
 
-from app.api.deps import BatchServiceDep, ProjectDep, SessionDep
-from app.schemas.batches import BatchCreateParams, BatchCreateRequest, BatchObject
+from app.api.deps import BatchResultsServiceDep, BatchServiceDep, CallerDep, ListScopeDep, ProjectDep, WakeDep
+from app.core.statuses import LineOutcome
+from app.schemas.batches import (
+    BATCH_LIST_FILTERS_OPENAPI,
+    BatchCreateParams,
+    BatchCreateRequest,
+    BatchDeleted,
+    BatchListQuery,
+    BatchObject,
+    BatchRetryParams,
+    BatchRetryRequest,
+)
 from app.schemas.common import ERROR_RESPONSES, ListPage, error_doc, json_body
-from app.services.unit_of_work import after_commit
+from app.services.batch_results import ResultsQuery
 
 router = APIRouter(prefix="/batches", tags=["batches"], responses=ERROR_RESPONSES)
-
-
-def _wake_worker_after_commit(request: Request, session, batch_id: str | None = None) -> None:
-    async def wake() -> None:
-        # No worker yet while the engines load: it claims queued batches when it starts.
-        if request.app.state.worker is not None:
-            request.app.state.worker.wake(batch_id)
-
-    after_commit(session, wake)
 
 
 @router.post(
@@ -30,33 +32,136 @@ def _wake_worker_after_commit(request: Request, session, batch_id: str | None = 
     responses={413: error_doc("Request body too large"), 429: error_doc("The project's active-batch limit is reached")},
 )
 async def create_batch(
-    request: Request,
-    project: ProjectDep,
+    caller: CallerDep,
     batches: BatchServiceDep,
-    session: SessionDep,
+    wake_worker: WakeDep,
     body: Annotated[BatchCreateRequest | None, Body()] = None,
 ) -> BatchObject:
     """Create a batch from an uploaded `purpose=batch` file; it starts in `validating`."""
-    batch = await batches.create(project, body or BatchCreateRequest())
-    _wake_worker_after_commit(request, session)
+    batch = await batches.create(caller.project, body or BatchCreateRequest(), api_key_id=caller.key_id)
+    wake_worker()
     return BatchObject.from_row(batch)
 
 
-@router.get("", response_model=ListPage[BatchObject])
+# Unix seconds as a database's BIGINT holds them.
+UNIX_SECONDS = Query(ge=0, le=2**63 - 1)
+
+
+@router.get("", response_model=ListPage[BatchObject], openapi_extra=BATCH_LIST_FILTERS_OPENAPI)
 async def list_batches(
-    project: ProjectDep,
+    request: Request,
+    scope: ListScopeDep,
     batches: BatchServiceDep,
     after: str | None = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    created_after: Annotated[int | None, UNIX_SECONDS] = None,
+    created_before: Annotated[int | None, UNIX_SECONDS] = None,
+    endpoint: str | None = None,
+    model: str | None = None,
 ) -> ListPage[BatchObject]:
-    """The project's batches, newest first."""
-    page = await batches.list(project, limit=limit, after=after)
-    return ListPage.of([BatchObject.from_row(b) for b in page.items], page.has_more)
+    """The project's batches, newest first. batchd's filters (beside OpenAI's contract): `status`,
+    `metadata[key]=value`, `created_after` (inclusive) and `created_before` (exclusive) in unix
+    seconds, `endpoint`, `model`; every one given must hold. An admin key may list another
+    project's batches, or every project's (`project=*`); each then says its `project`."""
+    params = request.query_params
+    query = BatchListQuery(
+        status=params.getlist("status"),
+        metadata=[(k[len("metadata[") : -1], v) for k, v in params.multi_items() if _is_metadata_key(k)],
+        metadata_without_key="metadata" in params,
+        created_after=created_after,
+        created_before=created_before,
+        endpoint=endpoint,
+        model=model,
+    )
+    page = await batches.list(scope.project, limit=limit, after=after, query=query)
+    return ListPage.of([BatchObject.from_row(b, show_project=scope.by_admin) for b in page.items], page.has_more)
+
+
+def _is_metadata_key(name: str) -> bool:
+    return name.startswith("metadata[") and name.endswith("]")
 
 
 @router.get("/{batch_id}", response_model=BatchObject)
 async def retrieve_batch(batch_id: str, project: ProjectDep, batches: BatchServiceDep) -> BatchObject:
     return BatchObject.from_row(await batches.get(project, batch_id))
+
+
+@router.delete(
+    "/{batch_id}",
+    response_model=BatchDeleted,
+    responses={409: ERROR_RESPONSES[400] | {"description": "The batch has not ended"}},
+)
+async def delete_batch(
+    batch_id: str,
+    project: ProjectDep,
+    batches: BatchServiceDep,
+    files: Annotated[bool, Query(description="Also delete its input, output and error files.")] = False,
+) -> BatchDeleted:
+    """Delete an ended batch (batchd's, beside OpenAI's API). Its files stay unless `files=true`."""
+    return BatchDeleted(id=await batches.delete(project, batch_id, with_files=files))
+
+
+RESULTS_HEADERS = {
+    "x-results-cursor": {"description": "Pass as `after` to continue after these lines.", "schema": {"type": "string"}},
+    "x-batch-incomplete": {
+        "description": "`true` while the batch runs (more lines may come), `false` once it has ended.",
+        "schema": {"type": "string", "enum": ["true", "false"]},
+    },
+}
+
+
+@router.get(
+    "/{batch_id}/results",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "content": {"application/jsonl": {}},
+            "description": "The output and error lines finished so far (OpenAI's line format)",
+            "headers": RESULTS_HEADERS,
+        }
+    },
+)
+async def batch_results(
+    batch_id: str,
+    project: ProjectDep,
+    results: BatchResultsServiceDep,
+    status: Annotated[
+        Literal[LineOutcome.COMPLETED, LineOutcome.FAILED] | None, Query(description="Output lines or error lines.")
+    ] = None,
+    custom_id: str | None = None,
+    limit: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
+    after: Annotated[str | None, Query(description="The `x-results-cursor` of an earlier read.")] = None,
+) -> StreamingResponse:
+    """The batch's lines finished when the read begins (batchd's, beside OpenAI's API), while it
+    runs and after, as JSONL: output lines (`status=completed`), error lines (`failed`) or both,
+    at most `limit`, from the cursor `after` on. The `x-results-cursor` header continues after
+    them; `x-batch-incomplete: true` while the batch runs."""
+    read = await results.read(project, batch_id, ResultsQuery(status, custom_id, limit, after))
+    headers = {"x-results-cursor": read.cursor, "x-batch-incomplete": "true" if read.incomplete else "false"}
+    return StreamingResponse(read.lines, media_type="application/jsonl", headers=headers)
+
+
+@router.post(
+    "/{batch_id}/retry",
+    response_model=BatchObject,
+    openapi_extra=json_body(BatchRetryParams, required=False),
+    responses={
+        409: ERROR_RESPONSES[400] | {"description": "The batch has not ended"},
+        429: error_doc("The project's active-batch limit is reached"),
+    },
+)
+async def retry_batch(
+    batch_id: str,
+    caller: CallerDep,
+    batches: BatchServiceDep,
+    wake_worker: WakeDep,
+    body: Annotated[BatchRetryRequest | None, Body()] = None,
+) -> BatchObject:
+    """A new batch of an ended batch's lines that did not succeed (batchd's, beside OpenAI's API):
+    `{"errors": [code, ...]}` keeps only lines with those error codes. 400 when none is left."""
+    batch = await batches.retry(caller.project, batch_id, body or BatchRetryRequest(), api_key_id=caller.key_id)
+    wake_worker()
+    return BatchObject.from_row(batch)
 
 
 @router.post(
@@ -65,9 +170,9 @@ async def retrieve_batch(batch_id: str, project: ProjectDep, batches: BatchServi
     responses={409: ERROR_RESPONSES[400] | {"description": "The batch is already finished"}},
 )
 async def cancel_batch(
-    request: Request, batch_id: str, project: ProjectDep, batches: BatchServiceDep, session: SessionDep
+    batch_id: str, project: ProjectDep, batches: BatchServiceDep, wake_worker: WakeDep
 ) -> BatchObject:
     """Cancel a batch: `cancelling` at once, `cancelled` once in-flight requests are aborted."""
     batch = await batches.cancel(project, batch_id)
-    _wake_worker_after_commit(request, session, batch.id)
+    wake_worker(batch.id)
     return BatchObject.from_row(batch)

@@ -8,7 +8,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 
-from app.api.deps import FileServiceDep, ProjectDep
+from app.api.deps import CallerDep, FileServiceDep, ListScopeDep, ProjectDep
 from app.schemas.common import ERROR_RESPONSES, ListPage, error_doc
 from app.schemas.files import FILE_UPLOAD_OPENAPI, FileDeleted, FileObject
 
@@ -40,21 +40,23 @@ async def create_file(request: Request, project: ProjectDep, files: FileServiceD
 
 @router.get("", response_model=ListPage[FileObject])
 async def list_files(
-    project: ProjectDep,
+    scope: ListScopeDep,
     files: FileServiceDep,
     purpose: str | None = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 10_000,
     order: Literal["asc", "desc"] = "desc",
     after: str | None = None,
 ) -> ListPage[FileObject]:
-    """List the project's files, newest first by default."""
-    page = await files.list(project, purpose=purpose, limit=limit, order=order, after=after)
-    return ListPage.of([FileObject.from_row(f) for f in page.items], page.has_more)
+    """List the project's files, newest first by default. An admin key may list another
+    project's files, or every project's (`project=*`); each then says its `project`."""
+    page = await files.list(scope.project, purpose=purpose, limit=limit, order=order, after=after)
+    return ListPage.of([FileObject.from_row(f, show_project=scope.by_admin) for f in page.items], page.has_more)
 
 
 @router.get("/{file_id}", response_model=FileObject)
-async def retrieve_file(file_id: str, project: ProjectDep, files: FileServiceDep) -> FileObject:
-    return FileObject.from_row(await files.get(project, file_id))
+async def retrieve_file(file_id: str, caller: CallerDep, files: FileServiceDep) -> FileObject:
+    """The project's file; an admin key reads every project's files."""
+    return FileObject.from_row(await files.readable(caller, file_id))
 
 
 @router.delete("/{file_id}", response_model=FileDeleted)
@@ -76,9 +78,9 @@ def content_disposition(filename: str) -> str:
     response_class=StreamingResponse,
     responses={200: {"content": {"application/octet-stream": {}}, "description": "The raw bytes"}},
 )
-async def retrieve_file_content(file_id: str, project: ProjectDep, files: FileServiceDep) -> StreamingResponse:
-    """The file's exact bytes, streamed from the blob store."""
-    file = await files.get(project, file_id)
+async def retrieve_file_content(file_id: str, caller: CallerDep, files: FileServiceDep) -> StreamingResponse:
+    """The file's exact bytes, streamed from the blob store (an admin key reads every project's)."""
+    file = await files.readable(caller, file_id)
     return StreamingResponse(
         files.content(file),
         media_type="application/octet-stream",

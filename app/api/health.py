@@ -1,7 +1,10 @@
 """Liveness/readiness (unauthenticated)."""
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
+
+from app.api.deps import RuntimeDep
+from app.core.statuses import EngineState
 
 router = APIRouter(tags=["health"])
 
@@ -26,15 +29,14 @@ _STATE = {
         503: {"description": "Engines are loading or one is down", **_STATE},
     },
 )
-async def health(request: Request) -> JSONResponse:
+async def health(runtime: RuntimeDep) -> JSONResponse:
     """200 once every model engine is loaded and while all of them are alive (an upstream
     model: while one of its URLs is in the rotation); 503 otherwise. Upstream URLs' states
     are listed under ``upstreams``."""
-    state = request.app.state
-    replica = state.settings.replica_id
-    registry = getattr(state, "registry", None)
-    if not getattr(state, "ready", False) or registry is None:
-        return JSONResponse({"status": "starting", "replica": replica}, status_code=503)
+    replica = runtime.settings.replica_id
+    registry = runtime.engines
+    if not runtime.ready or registry is None:
+        return JSONResponse({"status": EngineState.STARTING, "replica": replica}, status_code=503)
     upstreams = registry.status()
     extra = {"upstreams": upstreams} if upstreams else {}
     if not registry.ready:

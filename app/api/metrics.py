@@ -8,6 +8,7 @@ import hmac
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
+from app.api.deps import RuntimeDep
 from app.core import metrics
 from app.core.errors import ErrorResponse, Unauthorized
 from app.db.repositories.stats import StatsRepository
@@ -15,8 +16,7 @@ from app.db.repositories.stats import StatsRepository
 router = APIRouter(tags=["monitoring"])
 
 
-def _check_token(request: Request) -> None:
-    token = request.app.state.settings.metrics_token
+def _check_token(request: Request, token: str | None) -> None:
     if not token:
         return
     scheme, _, given = (request.headers.get("authorization") or "").partition(" ")
@@ -34,13 +34,12 @@ def _check_token(request: Request) -> None:
         401: {"model": ErrorResponse, "description": "BATCHD_METRICS_TOKEN is set and was not sent"},
     },
 )
-async def scrape(request: Request) -> Response:
+async def scrape(request: Request, runtime: RuntimeDep) -> Response:
     """The current values; batch counts and engine states are read now, at scrape."""
-    _check_token(request)
-    state = request.app.state
-    async with state.db.read() as session:
+    _check_token(request, runtime.settings.metrics_token)
+    async with runtime.db.read() as session:
         metrics.set_batch_counts(await StatsRepository(session).batches_by_status())
-    registry = getattr(state, "registry", None)
+    registry = runtime.engines
     if registry is not None:
         metrics.set_engines_up({card["id"]: registry.engine_ready(card["id"]) for card in registry.model_cards()})
     body, content_type = metrics.exposition()

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
+from app.api.deps import RuntimeDep
 from app.schemas.common import ERROR_RESPONSES
 from app.schemas.models import Model, ModelList
 from app.services.models import find_entry, list_entries
@@ -12,11 +13,12 @@ router = APIRouter(prefix="/models", tags=["models"], responses=ERROR_RESPONSES)
 
 
 @router.get("", response_model=ModelList)
-async def list_models(request: Request) -> ModelList:
-    return ModelList(data=[Model(**entry) for entry in await list_entries(request.app.state)])
+async def list_models(runtime: RuntimeDep) -> ModelList:
+    entries = await list_entries(runtime.settings, runtime.db, runtime.engines, runtime.worker)
+    return ModelList(data=[Model(**entry) for entry in entries])
 
 
 @router.get("/{model_id:path}", response_model=Model)
-async def retrieve_model(model_id: str, request: Request) -> Model:
+async def retrieve_model(model_id: str, runtime: RuntimeDep) -> Model:
     """One model (ids may contain `/`, as hub ids do)."""
-    return Model(**await find_entry(request.app.state, model_id))
+    return Model(**await find_entry(runtime.settings, runtime.db, runtime.engines, runtime.worker, model_id))

@@ -3,9 +3,9 @@ admin key), its share, ETAs and at-risk batches (batchd's own route; the dashboa
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
-from app.api.deps import CallerDep
+from app.api.deps import CallerDep, RuntimeDep
 from app.schemas.common import ERROR_RESPONSES
 from app.schemas.queue import Queue
 from app.services.queue import queue_view
@@ -14,10 +14,9 @@ router = APIRouter(prefix="/queue", tags=["queue"], responses=ERROR_RESPONSES)
 
 
 @router.get("", response_model=Queue)
-async def get_queue(request: Request, caller: CallerDep) -> Queue:
+async def get_queue(runtime: RuntimeDep, caller: CallerDep) -> Queue:
     project = None if caller.is_admin else caller.project
-    worker = request.app.state.worker
-    schedule = worker.ctx.schedule if worker is not None else None
-    if schedule is None:
-        return await queue_view(request.app.state.db, project)
-    return await queue_view(request.app.state.db, project, schedule.rates(), schedule.at_risk_ids, schedule.weights())
+    if runtime.worker is None:  # engines loading, or --api-only: weights come from the database
+        return await queue_view(runtime.db, project)
+    snapshot = runtime.worker.queue_snapshot()
+    return await queue_view(runtime.db, project, snapshot.rates, snapshot.at_risk, snapshot.weights)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends, Query, Request
+from fastapi import APIRouter, Body, Depends, Query
 
-from app.api.deps import ProjectDep, SessionDep, SettingsDep
+from app.api.deps import DatabaseDep, ProjectDep, SessionDep, SettingsDep
 from app.schemas.common import ERROR_RESPONSES, ListPage, Responses, error_doc, json_body
 from app.schemas.webhooks import (
     BATCH_EVENT_TYPES,
@@ -119,15 +119,15 @@ async def rotate_secret(
     responses={400: error_doc("Invalid request, or the receiver could not be reached")},
 )
 async def test_endpoint(
-    request: Request,
     endpoint_id: str,
     project: ProjectDep,
     settings: SettingsDep,
+    db: DatabaseDep,
     body: Annotated[TestRequest | None, Body()] = None,
 ) -> WebhookTestResult:
     """Send a sample event now and report the receiver's status code."""
     event_type = (body or TestRequest()).event_type
-    result = await send_test_event(request.app.state.db, settings, project, endpoint_id, event_type)
+    result = await send_test_event(db, settings, project, endpoint_id, event_type)
     return WebhookTestResult(webhook_endpoint_id=endpoint_id, event_type=event_type, status_code=result.status_code)
 
 

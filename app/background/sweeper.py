@@ -1,5 +1,5 @@
-"""Periodic housekeeping of every replica: expired files and uploads, deleted-file records past
-their grace period, stale temp files and blobs no record points to."""
+"""Periodic housekeeping of every replica: expired files and uploads, deleted-file and
+deleted-batch records past their grace period, stale temp files and blobs no record points to."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ import time
 
 from app.core.config import Settings
 from app.db.engine import Database
+from app.db.maintenance import reclaim_checkpoint_space
+from app.services.batch_results import sweep_expired_results
+from app.services.batches import purge_tombstones as purge_batch_tombstones
 from app.services.blob_reconcile import remove_orphan_blobs
 from app.services.files import purge_tombstones, sweep_expired
 from app.services.uploads import sweep_uploads
@@ -27,11 +30,17 @@ async def sweep_forever(db: Database, store: BlobStore, settings: Settings) -> N
         try:
             swept = await sweep_expired(db, store)
             await sweep_uploads(db, store)
+            if await sweep_expired_results(db, store):
+                log.info("swept the checkpoint chunks of batches whose results expired")
+                await reclaim_checkpoint_space(db)
             if swept:
                 log.info("swept %d expired files", swept)
             purged = await purge_tombstones(db, settings.tombstone_grace_seconds)
             if purged:
                 log.info("purged %d deleted-file records past their grace period", purged)
+            purged = await purge_batch_tombstones(db, settings.tombstone_grace_seconds)
+            if purged:
+                log.info("purged %d deleted-batch records past their grace period", purged)
             # Listing the whole store is not free: at start, then hourly.
             if time.monotonic() >= next_reconcile:
                 await store.sweep_temp(older_than_seconds=STALE_TEMP_SECONDS)

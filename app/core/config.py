@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import Field
@@ -13,91 +14,136 @@ MB = 1024 * 1024
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="BATCHD_", extra="ignore")
+    """Every setting of `batchd serve`. Each field is read from `BATCHD_<NAME>`; its docstring is
+    the meaning in the documentation's settings table (`scripts/settings_table.py` writes it)."""
+
+    model_config = SettingsConfigDict(env_prefix="BATCHD_", extra="ignore", use_attribute_docstrings=True)
 
     host: str = "127.0.0.1"
+    """Bind address."""
     port: int = 8000
+    """Port."""
     data_dir: Path = Path("./data")
-    # Empty means SQLite at <data_dir>/batchd.db.
+    """SQLite database, local blobs, the keys' secret and the built-in models."""
     database_url: str = ""
-    # Where file bytes live: a directory, or s3://bucket/prefix (AWS credentials and region from
-    # the standard environment variables and chain). Empty means <data_dir>/blobs.
+    """e.g. `postgresql+asyncpg://user@host:5432/db`; empty: SQLite at `<data-dir>/batchd.db`."""
     storage_url: str = ""
-    # Comma-separated `key` or `key=project`; empty (and no keys in the database) = open mode.
+    """Where file bytes live: a directory, or `s3://bucket/prefix` (AWS credentials and region from
+    the standard `AWS_*` variables and chain); empty: `<data-dir>/blobs`."""
     api_keys: str = ""
-    # For S3-compatible servers other than AWS (SeaweedFS, MinIO, ...).
+    """`key` or `key=project`, comma-separated; empty (and no stored keys): open mode."""
+    admin_keys: str = ""
+    """Admin keys (Usage and Administration APIs), comma-separated, each of project `default`; the
+    bootstrap for more by API or `batchd keys create --admin`."""
     s3_endpoint_url: str = ""
-    # Blobs without a live file row are removed once older than this (in-flight uploads of other
-    # replicas commit their blob a moment before their row).
+    """An S3-compatible server other than AWS (SeaweedFS, MinIO, ...)."""
     orphan_blob_min_age: float = Field(default=3600.0, ge=0)
-    # Keyed-hash secret for stored API keys; empty means <data_dir>/secret.key (created once).
+    """Blobs with no live file row are removed once this old, in seconds (other replicas' in-flight
+    uploads commit their blob a moment before their row)."""
     secret_key: str = ""
+    """Secret for hashing stored API keys (one for all replicas); empty: `<data-dir>/secret.key`,
+    created once."""
 
     max_file_bytes: int = Field(default=512 * MB, ge=1)
+    """Per-file upload limit."""
     max_batch_file_bytes: int = Field(default=200 * MB, ge=1)
-    # How long a SQLite writer waits for the lock before the request becomes a 503.
+    """Upload limit for `purpose=batch` files."""
     sqlite_busy_timeout_ms: int = Field(default=15_000, ge=0)
-    # How often expired files are swept (seconds).
+    """How long a SQLite writer waits for the lock before the request answers 503."""
     sweep_interval: float = Field(default=60.0, gt=0)
-    # A deleted file's record (kept so its id still works as a list cursor) lives this long.
+    """Seconds between sweeps of expired files and uploads."""
     tombstone_grace_seconds: float = Field(default=7 * 24 * 3600, ge=0)
+    """A deleted file's or batch's record (its id still works as an `after` cursor) is kept this long."""
     log_level: str = "info"
-    # Uploads API: total bytes of one upload, bytes of one part, and how long an upload takes parts.
+    """Log level of batchd and uvicorn (`debug`, `info`, `warning`, `error`)."""
     max_upload_bytes: int = Field(default=8 * 1024 * MB, ge=1)
+    """Total bytes of one upload (Uploads API)."""
     max_upload_part_bytes: int = Field(default=64 * MB, ge=1)
+    """Bytes of one upload part."""
     upload_ttl_seconds: int = Field(default=3600, ge=1)
-    # A batch whose run failed (engine died, disk full, database down) waits this long to retry.
+    """An upload takes parts this long, then expires."""
     retry_backoff_seconds: float = Field(default=30.0, ge=0)
+    """A batch whose work failed (engine died, disk full, database down) is retried after this."""
 
-    # Per-project limits (0 = none): bytes of live files, and batches not yet finished.
     project_max_bytes: int = Field(default=0, ge=0)
+    """Bytes of live files a project may store (0: no limit); an upload past it is 429
+    `insufficient_quota`."""
     project_max_active_batches: int = Field(default=0, ge=0)
-    # Prompt tokens a project may have enqueued per model (batches validating, in progress or
-    # finalizing), as OpenAI's batch limit; 0 = none. `batchd projects set --max-enqueued-tokens`
-    # overrides it per project.
+    """Unfinished batches per project (0: no limit); one more is 429 `rate_limit_exceeded`."""
     project_max_enqueued_tokens: int = Field(default=0, ge=0)
-    # JSON (non-multipart) request bodies above this are refused with 413 before they are read.
+    """Prompt tokens a project may have enqueued per model (batches validating, in progress or
+    finalizing), as OpenAI's batch limit (0: no limit); a batch past it fails
+    `token_limit_exceeded`. `batchd projects set --max-enqueued-tokens` sets it per project."""
     max_json_body_bytes: int = Field(default=1 * MB, ge=1)
+    """JSON request bodies (not uploads) above this are refused with 413 before they are read."""
 
-    # Batches: accepted `completion_window` values (OpenAI accepts only 24h).
     completion_windows: str = "24h,1h"
+    """Accepted `completion_window` values, comma-separated (OpenAI accepts only `24h`)."""
     max_batch_lines: int = Field(default=50_000, ge=1)
-    # Anthropic Message Batches: requests in one batch, and bytes of its create request.
+    """Lines per batch (`too_many_tasks` above)."""
     max_message_batch_requests: int = Field(default=100_000, ge=1)
+    """Requests in one Anthropic Message Batch."""
     max_message_batch_bytes: int = Field(default=256 * MB, ge=1)
-    # At most this many validation errors are reported for one batch.
+    """Body of an Anthropic Message Batch create request."""
     max_validation_errors: int = Field(default=100, ge=1)
-    # One-replica steps (validate, finalize) running at once in this replica.
+    """At most this many validation errors are reported for one batch."""
     max_concurrent_batches: int = Field(default=4, ge=1)
-    # Shards this replica runs at once (across batches; at most two of one batch).
+    """Validations and finalizes one server runs at once; up to twice as many for projects that
+    have none running."""
     max_running_shards: int = Field(default=8, ge=1)
-    # This replica's name in leases, shard records, logs and /health; default host name + pid.
-    replica_id: str = Field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
-    # A worker that stops renewing its lease for this long loses the batch to another worker.
+    """Shards of one model a server runs freely (at most two of one batch); past it a project with
+    fewer than two there still starts one, up to twice the engine's window (at most 64), and past
+    that by taking a turn (see [Sharing between teams](sharing.md))."""
+    at_risk_max_share: float = Field(default=0.5, gt=0, le=1)
+    """Share of a model's slots one project's lines may hold ahead of fair share (at risk, a small
+    batch on credit)."""
+    upstream_window_surplus: float = Field(default=1.0, ge=0)
+    """Lines kept in flight to an upstream fleet beyond its slots, as a share of them (they wait in
+    batchd, so a freed slot is refilled at once; 0: exactly the fleet's slots)."""
+    allow_tenant_priority: bool = False
+    """Let a line's own `priority` reach the engine as it is (else batchd's replaces it, or it is
+    clamped to 100 or more, behind online traffic)."""
+    replica_id: str = Field(
+        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}",
+        json_schema_extra={"shown_default": "host name + pid"},
+    )
+    """This server's name in leases, shard records, logs and `/health`."""
     lease_seconds: float = Field(default=15.0, gt=0)
-    # Validation cuts a batch into shards of this many requests; any replica runs any shard.
+    """A crashed server's shards and batches are taken over after this (a worker that stops
+    renewing its lease for this long loses it)."""
     shard_lines: int = Field(default=1_000, ge=1)
-    # Served models: `--model` specs (repeatable) and an optional per-model options file.
+    """Validation cuts a batch into shards of this many lines; any replica runs any shard."""
     models: list[str] = Field(default_factory=list)
+    """Models to serve, as `--model` takes them (a JSON list in the environment); empty: the
+    built-in `batchd-tiny-chat` and `all-MiniLM-L6-v2`."""
     model_config_file: Path | None = None
-    # Serve no models at all (Files API only; batches fail validation with model_not_found).
+    """A YAML/JSON file of per-model engine options and upstream fleets."""
     no_models: bool = False
-    # Serve HTTP only: no engines, no worker. Replicas without it, on the same database and
-    # storage, run the batches this one accepts (keeps API latency off the engines' CPUs).
+    """Serve no models at all (the Files API only; batches fail validation with `model_not_found`)."""
     api_only: bool = False
+    """Serve HTTP only: no engines, no worker; replicas without it, on the same database and
+    storage, run the batches this one accepts."""
 
-    # GET /metrics needs `Authorization: Bearer <this>` when set; open when empty.
+    trace_line_sample: float = Field(default=0.01, ge=0, le=1)
+    """Share of lines with a span of their own, whose `traceparent` goes upstream (traces are on
+    when `OTEL_EXPORTER_OTLP_ENDPOINT` or another `OTEL_*` exporter is set)."""
+
     metrics_token: str = ""
-    # Webhooks: hosts (comma-separated) that may resolve to loopback/private addresses.
+    """Bearer token `GET /metrics` requires; empty: open."""
     webhook_allow_hosts: str = ""
-    # Retry n waits base * 2^(n-1) seconds (capped at the max delay) until the horizon has passed
-    # since the event; an endpoint whose deliveries all failed for `disable_after` is disabled.
+    """Webhook hosts (comma-separated) allowed to resolve to private or loopback addresses."""
     webhook_retry_base_seconds: float = Field(default=5.0, gt=0)
+    """First webhook retry delay; doubles per attempt."""
     webhook_retry_max_delay_seconds: float = Field(default=4 * 3600.0, gt=0)
+    """Longest wait between webhook attempts."""
     webhook_retry_horizon_seconds: float = Field(default=72 * 3600.0, gt=0)
+    """Webhook deliveries give up this long after the event."""
     webhook_disable_after_seconds: float = Field(default=72 * 3600.0, gt=0)
+    """An endpoint whose deliveries all failed for this long is disabled."""
     webhook_timeout_seconds: float = Field(default=10.0, gt=0)
+    """Per-attempt HTTP timeout of a webhook delivery."""
     webhook_poll_seconds: float = Field(default=1.0, gt=0)
+    """How often each server looks for due webhook deliveries."""
 
     def window_seconds(self) -> dict[str, int]:
         return {w: parse_window(w) for w in self.completion_windows.split(",") if w.strip()}
@@ -132,6 +178,9 @@ class Settings(BaseSettings):
             keys[key.strip()] = project.strip() or DEFAULT_PROJECT
         return keys
 
+    def parsed_admin_keys(self) -> list[str]:
+        return [key.strip() for key in self.admin_keys.split(",") if key.strip()]
+
 
 DEFAULT_PROJECT = "default"
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -144,3 +193,43 @@ def parse_window(window: str) -> int:
     if unit not in _UNITS or not number.isdigit() or int(number) <= 0:
         raise ValueError(f"invalid completion window {window!r}")
     return int(number) * _UNITS[unit]
+
+
+@dataclass(frozen=True)
+class EnvironmentSetting:
+    """A `BATCHD_*` variable read with `os.environ` where no Settings is at hand (vLLM's engine
+    processes, the audio fetcher); listed so the documentation's settings table holds it too."""
+
+    name: str
+    default: str
+    meaning: str
+
+
+ENVIRONMENT_SETTINGS = (
+    EnvironmentSetting(
+        "BATCHD_AUDIO_MAX_BYTES",
+        "26214400 (25 MiB)",
+        "Largest audio file an audio line's `file_url` may name (downloads stop there; see [Audio](audio.md)).",
+    ),
+    EnvironmentSetting("BATCHD_AUDIO_FETCH_TIMEOUT_S", "30", "Timeout of one `file_url` download, in seconds."),
+    EnvironmentSetting(
+        "BATCHD_AUDIO_MAX_IN_FLIGHT", "16", "Audio lines holding their audio in memory at once (per process)."
+    ),
+    EnvironmentSetting(
+        "BATCHD_ENGINE_MALLOC",
+        "`auto`",
+        "CPU engines preload the system's jemalloc (`libjemalloc2`): on glibc's malloc vLLM's worker "
+        "grows with every line; `system` keeps glibc, or give a library path.",
+    ),
+    EnvironmentSetting(
+        "BATCHD_ENGINE_CPU_AFFINITY",
+        "`auto`",
+        "On CPU, once the engines are up, pin the API and engine-core processes to the CPUs vLLM left "
+        "beside its workers, so front-end work never takes a worker's CPU; `off` leaves them floating.",
+    ),
+    EnvironmentSetting(
+        "BATCHD_ENGINE_NICENESS",
+        "10 on CPU, 0 on GPU",
+        "Niceness added to the vLLM engine processes, so API requests preempt inference (0-19; 0 turns it off).",
+    ),
+)

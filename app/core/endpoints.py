@@ -54,10 +54,14 @@ def normalize_endpoint(url: str) -> str | None:
 
 
 # The Usage API endpoint that reports an endpoint's lines: text generation under `completions`,
-# pooling (embeddings, score, rerank: input tokens only) under `embeddings`.
+# speech to text (seconds of audio) under `audio_transcriptions`, pooling (embeddings, score,
+# rerank: input tokens only) under `embeddings`.
 USAGE_COMPLETIONS = "completions"
 USAGE_EMBEDDINGS = "embeddings"
+USAGE_AUDIO_TRANSCRIPTIONS = "audio_transcriptions"
 
 
 def usage_kind(endpoint: str) -> str:
-    return USAGE_COMPLETIONS if endpoint in GENERATE_ENDPOINTS else USAGE_EMBEDDINGS
+    if endpoint in GENERATE_ENDPOINTS:
+        return USAGE_COMPLETIONS
+    return USAGE_AUDIO_TRANSCRIPTIONS if endpoint in AUDIO_ENDPOINTS else USAGE_EMBEDDINGS

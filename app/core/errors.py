@@ -4,7 +4,7 @@ ApiErrors with it, the OpenAPI document declares it, and upstream lines without 
 from __future__ import annotations
 
 import errno
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -58,6 +58,16 @@ class InvalidRequest(ApiError):
 class MissingParameter(InvalidRequest):
     def __init__(self, name: str) -> None:
         super().__init__(f"Missing required parameter: '{name}'.", param=name, code="missing_required_parameter")
+
+
+class InvalidValue(InvalidRequest):
+    """A parameter outside its allowed values, in OpenAI's words: `Invalid value for 'purpose':
+    'x'. Supported values are: 'batch', 'user_data'.`"""
+
+    def __init__(self, param: str, value: object, supported: Iterable[str]) -> None:
+        listed = ", ".join(f"'{v}'" for v in supported)
+        message = f"Invalid value for '{param}': '{value}'. Supported values are: {listed}."
+        super().__init__(message, param=param, code="invalid_value")
 
 
 class Unauthorized(ApiError):

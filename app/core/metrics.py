@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from app.core.endpoints import normalize_endpoint
-from app.core.statuses import BatchStatus, WebhookDeliveryStatus
+from app.core.statuses import BatchStatus, LineOutcome, WebhookDeliveryStatus
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 # Lines take from milliseconds (embeddings) to minutes (long generations on CPU).
@@ -126,7 +126,7 @@ def line_in_flight(model: object, url: str) -> Iterator[None]:
 def record_line(model: object, url: str, ok: bool, usage: object) -> None:
     """A line finished with a result (what the checkpoint records)."""
     label = _model_label(model)
-    _series(LINES_FINISHED, label, _endpoint_label(url), "completed" if ok else "failed").inc()
+    _series(LINES_FINISHED, label, _endpoint_label(url), LineOutcome.COMPLETED if ok else LineOutcome.FAILED).inc()
     _series(INPUT_TOKENS, label).inc(getattr(usage, "input_tokens", 0) or 0)
     _series(OUTPUT_TOKENS, label).inc(getattr(usage, "output_tokens", 0) or 0)
 

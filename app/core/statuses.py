@@ -42,12 +42,37 @@ BATCH_API_OPENAI = "openai"
 BATCH_API_ANTHROPIC = "anthropic"
 
 
+class LineOutcome(StrEnum):
+    """How a batch line ended, as `request_counts` counts it (and the lines-finished metric)."""
+
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
 class ShardStatus(StrEnum):
     """A slice of a batch's lines: waiting for a replica, held by one under a lease, or done."""
 
     PENDING = "pending"
     RUNNING = "running"
     DONE = "done"
+
+
+class EngineState(StrEnum):
+    """A served model's engine, as `GET /v1/models` and the dashboard show it (and `/health` says
+    `starting` until every engine is up)."""
+
+    STARTING = "starting"
+    READY = "ready"
+    DEAD = "dead"  # its engine core died, or none of its upstream URLs is in the rotation
+    STOPPED = "stopped"  # not served (or no longer)
+
+
+class UpstreamState(StrEnum):
+    """One upstream URL of a model, as its `GET /models` probe found it."""
+
+    UP = "up"
+    DOWN = "down"
+    NO_MODEL = "no_model"  # it answers, but does not serve the model
 
 
 class UploadStatus(StrEnum):
@@ -72,3 +97,34 @@ class WebhookDeliveryStatus(StrEnum):
     PENDING = "pending"
     DELIVERED = "delivered"
     FAILED = "failed"
+
+
+class WebhookEventType(StrEnum):
+    """The events a webhook endpoint can subscribe to: a batch reached this ending (OpenAI's names)."""
+
+    BATCH_COMPLETED = "batch.completed"
+    BATCH_FAILED = "batch.failed"
+    BATCH_CANCELLED = "batch.cancelled"
+    BATCH_EXPIRED = "batch.expired"
+
+    @classmethod
+    def of_ending(cls, ending: BatchStatus) -> WebhookEventType:
+        """The event sent when a batch ends in ``ending`` (a terminal status)."""
+        return cls(f"batch.{ending.value}")
+
+
+class MessageBatchStatus(StrEnum):
+    """An Anthropic Message Batch's `processing_status` (its view of the same batch)."""
+
+    IN_PROGRESS = "in_progress"
+    CANCELING = "canceling"
+    ENDED = "ended"
+
+
+class MessageResultType(StrEnum):
+    """The `result.type` of one request of an Anthropic Message Batch."""
+
+    SUCCEEDED = "succeeded"
+    ERRORED = "errored"
+    CANCELED = "canceled"
+    EXPIRED = "expired"

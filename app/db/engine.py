@@ -7,7 +7,7 @@ pool. Writers therefore queue in Python, not in SQLite's busy loop. Postgres use
 
 Neither pool overflows: an overflow connection is opened for one checkout and closed after it,
 and opening one blocks the event loop (aiosqlite starts a thread per connection and waits for
-it to run; asyncpg does a TCP and auth handshake). Under the load test (bench/load, 50 clients)
+it to run; asyncpg does a TCP and auth handshake). Under the load test (bench/workloads/load, 50 clients)
 that churn took 40% of the API loop's samples; callers wait for a pooled connection instead.
 """
 
@@ -20,7 +20,11 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 SQLITE_READERS = 8
+# Up to POSTGRES_POOL connections a replica, of which POSTGRES_IDLE stay open between bursts:
+# replicas share one server's max_connections (100 by default), so ten replicas, or a test
+# session's servers, must not each hold twenty idle ones.
 POSTGRES_POOL = 20
+POSTGRES_IDLE = 5
 
 
 def _sqlite_engine(url: str, *, writer: bool, busy_timeout_ms: int) -> AsyncEngine:
@@ -62,7 +66,9 @@ class Database:
             self.write_engine = _sqlite_engine(url, writer=True, busy_timeout_ms=sqlite_busy_timeout_ms)
             self.read_engine = _sqlite_engine(url, writer=False, busy_timeout_ms=sqlite_busy_timeout_ms)
         else:
-            self.write_engine = create_async_engine(url, pool_size=POSTGRES_POOL, max_overflow=0, pool_pre_ping=True)
+            self.write_engine = create_async_engine(
+                url, pool_size=POSTGRES_IDLE, max_overflow=POSTGRES_POOL - POSTGRES_IDLE, pool_pre_ping=True
+            )
             self.read_engine = self.write_engine
         self.write_sessions = async_sessionmaker(self.write_engine, expire_on_commit=False)
         self.read_sessions = async_sessionmaker(self.read_engine, expire_on_commit=False)

@@ -1,4 +1,4 @@
-"""Keeping the database's size bounded by what is in flight, not by what was ever run."""
+"""Keeping the database's size bounded by what is in flight or kept, not by what was ever run."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from app.db.engine import Database
 
 log = logging.getLogger("batchd.db")
 
-# At most one VACUUM of batch_chunks per process this often. Finalizing many small batches
-# back to back (the load test: ~7 a second) would otherwise queue VACUUMs behind each other.
+# At most one VACUUM of batch_chunks per process this often: the sweep that deletes the chunks
+# of expired results runs every sweep interval, and VACUUMs would otherwise queue behind each other.
 RECLAIM_INTERVAL_SECONDS = 10.0
 # No TRUNCATE: giving the file's tail back to the OS takes an ACCESS EXCLUSIVE lock, and while
 # it waits for one every checkpoint insert waits behind it (the load test stalled the worker

@@ -9,6 +9,7 @@ from typing import Any
 
 from app.core.config import Settings
 from app.core.errors import error_envelope
+from app.core.statuses import EngineState
 from app.engine.config.catalog import resolve_model_specs
 from app.engine.config.specs import ModelSpec
 from app.engine.config.upstream import UpstreamSpec
@@ -17,7 +18,7 @@ from app.engine.multiplexer import ServingRegistry
 from app.engine.prompt_tokens import estimate_all
 from app.engine.protocol import Engines, UpstreamStatus
 from app.engine.results import MODEL_NOT_FOUND, LineProblem, LineResult
-from app.engine.upstream.registry import UpstreamRegistry
+from app.engine.upstream.registry import DEFAULT_SURPLUS, UpstreamRegistry
 
 
 class NoModels:
@@ -29,8 +30,8 @@ class NoModels:
     def model_cards(self) -> list[dict[str, Any]]:
         return []
 
-    def engine_state(self, model: str) -> str:
-        return "stopped"
+    def engine_state(self, model: str) -> EngineState:
+        return EngineState.STOPPED
 
     def engine_ready(self, model: str) -> bool:
         return False
@@ -72,10 +73,12 @@ async def start_registry(settings: Settings) -> Engines:
     if settings.no_models:
         return NoModels()
     specs = resolve_model_specs(settings.models, settings.model_config_file, data_dir=settings.data_dir)
-    return await start_serving(specs)
+    return await start_serving(specs, settings.upstream_window_surplus)
 
 
-async def start_serving(specs: Sequence[ModelSpec | UpstreamSpec]) -> Engines:
+async def start_serving(
+    specs: Sequence[ModelSpec | UpstreamSpec], upstream_window_surplus: float = DEFAULT_SURPLUS
+) -> Engines:
     """Started engines for ``specs``: the in-process ones, the upstream ones, or both behind
     a :class:`~app.engine.multiplexer.ServingRegistry`."""
     names = [spec.name for spec in specs]
@@ -85,7 +88,7 @@ async def start_serving(specs: Sequence[ModelSpec | UpstreamSpec]) -> Engines:
     local_specs = [s for s in specs if not isinstance(s, UpstreamSpec)]
     upstream = None
     if upstream_specs:
-        upstream = UpstreamRegistry()
+        upstream = UpstreamRegistry(upstream_window_surplus)
         await upstream.start(upstream_specs)
         if not local_specs:
             return upstream

@@ -11,11 +11,11 @@ from app.core.endpoints import ALL_ENDPOINTS, AUDIO_ENDPOINTS, normalize_endpoin
 from app.engine.audio import file_url_problem
 from app.engine.results import (
     INVALID_REQUEST,
-    INVALID_URL,
     MISSING_REQUIRED_PARAMETER,
     MODEL_NOT_FOUND,
     STREAMING_UNSUPPORTED,
     UNSUPPORTED_ENDPOINT,
+    URL_MISMATCH,
     LineProblem,
 )
 
@@ -31,7 +31,7 @@ def common_line_problem(
     canonical = normalize_endpoint(endpoint)
     if canonical is None:
         supported = ", ".join(sorted(ALL_ENDPOINTS))
-        return LineProblem(INVALID_URL, f"Unsupported url {endpoint!r}; supported: {supported}.", "url"), None
+        return LineProblem(URL_MISMATCH, f"Unsupported url {endpoint!r}; supported: {supported}.", "url"), None
     if not isinstance(body, dict):
         return LineProblem(INVALID_REQUEST, "body must be a JSON object.", "body"), canonical
     model = body.get("model")

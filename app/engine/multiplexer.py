@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from app.core.statuses import EngineState
 from app.engine.line_checks import common_line_problem
 from app.engine.protocol import Engines, UpstreamStatus
 from app.engine.results import LineProblem, LineResult
@@ -32,7 +33,7 @@ class ServingRegistry:
     def endpoints_for(self, model: str) -> set[str]:
         return self._for(model).endpoints_for(model)
 
-    def engine_state(self, model: str) -> str:
+    def engine_state(self, model: str) -> EngineState:
         return self._for(model).engine_state(model)
 
     def engine_ready(self, model: str) -> bool:

@@ -1,7 +1,7 @@
 """The prompt of a batch line as text, for counting its tokens at validation (the enqueued-token
 limit), and the estimate used where no tokenizer is at hand.
 
-Chat and responses messages are counted from their text parts (an in-process model renders its
+Chat, Anthropic Messages and responses messages are counted from their text parts (an in-process model renders its
 chat template instead); token-id prompts count their ids. The estimate is OpenAI's rule of
 thumb, a token per 4 bytes of UTF-8 text, rounded up per line."""
 
@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from app.core.endpoints import CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, RERANK, RESPONSES, SCORE
+from app.core.endpoints import CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, MESSAGES, RERANK, RESPONSES, SCORE
 
 BYTES_PER_TOKEN = 4
 
 # The body fields that hold each endpoint's input.
 _INPUT_FIELDS = {
     CHAT_COMPLETIONS: ("messages",),
+    MESSAGES: ("system", "messages"),  # Anthropic's: the system prompt is a field of its own
     COMPLETIONS: ("prompt",),
     EMBEDDINGS: ("input",),
     RESPONSES: ("instructions", "input"),

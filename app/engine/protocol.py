@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from app.core.statuses import EngineState
 from app.engine.results import LineProblem, LineResult
 
 # What `status` reports: URL -> its state, window and outstanding requests, by model.
@@ -44,7 +45,8 @@ class LineRunner(Protocol):
         """Run one line and return what its server would have answered; a line's own
         failure is a non-200 result, never an exception. ``priority`` is the line's place in
         the engine's waiting queue (vLLM's: smaller first, online traffic at 0; see
-        :mod:`app.pipeline.priority`); an engine that does not schedule by priority ignores it. Raises
+        :mod:`app.scheduling.priority`); an engine that does not schedule by priority ignores
+        it. Raises
         :class:`~app.engine.errors.RequestAborted` after :meth:`abort`,
         :class:`~app.engine.errors.EngineDeadError` when the line could not run through no
         fault of its own (do not record it; resume later), and
@@ -70,7 +72,7 @@ class Engines(LineChecker, LineRunner, Protocol):
         """The ``data`` of ``GET /v1/models``: ``id``, ``object``, ``created``, ``owned_by``."""
         ...
 
-    def engine_state(self, model: str) -> str:
+    def engine_state(self, model: str) -> EngineState:
         """``ready``, ``starting``, ``dead`` or ``stopped`` (not served), for status pages."""
         ...
 

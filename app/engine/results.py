@@ -10,15 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.core.endpoints import CHAT_COMPLETIONS, COMPLETIONS, MESSAGES, RESPONSES
+from app.core.endpoints import AUDIO_ENDPOINTS, CHAT_COMPLETIONS, COMPLETIONS, MESSAGES, RESPONSES
+from app.core.line_errors import LineErrorCode
 
-# LineProblem codes (the `code` of a BatchError during file validation):
-INVALID_REQUEST = "invalid_request"  # body does not match the endpoint's schema
-STREAMING_UNSUPPORTED = "streaming_unsupported"  # body.stream is true
-MODEL_NOT_FOUND = "model_not_found"  # body.model is not served here
-MISSING_REQUIRED_PARAMETER = "missing_required_parameter"  # no body.model
-INVALID_URL = "invalid_url"  # the line's url is not a batch endpoint batchd runs
-UNSUPPORTED_ENDPOINT = "unsupported_endpoint"  # the model cannot serve that url
+# LineProblem codes (the `code` of a BatchError during file validation): the one set of line
+# error codes (app/core/line_errors.py), under the names the engine checks use.
+INVALID_REQUEST = LineErrorCode.INVALID_REQUEST  # body does not match the endpoint's schema
+STREAMING_UNSUPPORTED = LineErrorCode.STREAMING_UNSUPPORTED  # body.stream is true
+MODEL_NOT_FOUND = LineErrorCode.MODEL_NOT_FOUND  # body.model is not served here
+MISSING_REQUIRED_PARAMETER = LineErrorCode.MISSING_REQUIRED_PARAMETER  # no body.model
+URL_MISMATCH = LineErrorCode.URL_MISMATCH  # the line's url is not a batch endpoint batchd runs
+UNSUPPORTED_ENDPOINT = LineErrorCode.UNSUPPORTED_ENDPOINT  # the model cannot serve that url
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,12 +38,14 @@ class LineProblem:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts of one executed line (zeros where the endpoint has none)."""
+    """Token counts of one executed line (zeros where the endpoint has none), and the audio
+    seconds of a speech-to-text line."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
     reasoning_tokens: int = 0
+    seconds: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -60,6 +64,8 @@ class Usage:
                 cached_tokens=_int(_get(usage, "input_tokens_details", "cached_tokens")),
                 reasoning_tokens=_int(_get(usage, "output_tokens_details", "reasoning_tokens")),
             )
+        if endpoint in AUDIO_ENDPOINTS:  # vLLM's `{"type": "duration", "seconds": n}`
+            return cls(seconds=_int(usage.get("seconds")))
         if endpoint == MESSAGES:
             return cls(
                 input_tokens=_int(usage.get("input_tokens")),

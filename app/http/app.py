@@ -8,12 +8,29 @@ from contextlib import asynccontextmanager, suppress
 
 from fastapi import APIRouter, Depends, FastAPI
 
-from app.api import anthropic_batches, batches, files, health, models, queue, uploads, usage, webhooks
+from app.api import (
+    admin_keys,
+    admin_model_permissions,
+    admin_projects,
+    admin_rate_limits,
+    anthropic_batches,
+    audit_logs,
+    batches,
+    files,
+    health,
+    models,
+    queue,
+    uploads,
+    usage,
+    webhooks,
+)
 from app.api import metrics as metrics_api
-from app.api.deps import get_project
+from app.api.deps import get_caller
+from app.api.runtime import Runtime, install_runtime
 from app.background.model_publisher import publish_models_forever
 from app.background.sweeper import STALE_TEMP_SECONDS, sweep_forever
 from app.background.webhook_sender import WebhookSender
+from app.core import tracing
 from app.core.anthropic_api import MESSAGE_BATCHES_PATH
 from app.core.config import Settings
 from app.db import migrate
@@ -26,7 +43,7 @@ from app.http.openapi import install_openapi
 from app.http.request_id import RequestIdMiddleware
 from app.services.auth import Authenticator
 from app.services.models import model_entries
-from app.storage import BlobStore, open_store
+from app.storage import open_store
 from app.ui import install_ui
 from app.worker.context import WorkerContext
 from app.worker.runner import Worker
@@ -34,21 +51,22 @@ from app.worker.runner import Worker
 log = logging.getLogger("batchd")
 
 
-async def _start_engines_and_worker(app: FastAPI, settings: Settings, db: Database, store: BlobStore) -> None:
+async def _start_engines_and_worker(runtime: Runtime) -> None:
+    settings = runtime.settings
     if settings.api_only:
-        app.state.registry, app.state.ready = NoModels(), True
+        runtime.engines, runtime.ready = NoModels(), True
         log.info("ready: API only (no engines, no worker)")
         return
     try:
-        app.state.registry = await start_registry(settings)
+        engines = runtime.engines = await start_registry(settings)
     except Exception:
         log.exception("could not start the model engines; batches will not run")
         raise
-    worker = Worker(WorkerContext(db=db, store=store, registry=app.state.registry, settings=settings))
+    worker = Worker(WorkerContext(db=runtime.db, store=runtime.store, registry=engines, settings=settings))
     worker.start()
-    app.state.worker = worker
-    app.state.ready = True
-    served = [card["id"] for card in app.state.registry.model_cards()]
+    runtime.worker = worker
+    runtime.ready = True
+    served = [card["id"] for card in engines.model_cards()]
     log.info("ready: serving %s", ", ".join(served) or "no models")
 
 
@@ -71,36 +89,35 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 "!!! OPEN MODE: no API keys configured (BATCHD_API_KEYS or `batchd keys create`); "
                 "every request is accepted as project 'default' !!!"
             )
-        app.state.settings, app.state.db, app.state.store, app.state.auth = settings, db, store, auth
-        app.state.loop = asyncio.get_running_loop()
-        app.state.registry = app.state.worker = None
+        runtime = Runtime(settings, db, store, auth, asyncio.get_running_loop())
+        install_runtime(app, runtime)
         sweeper = asyncio.create_task(sweep_forever(db, store, settings))
         # Webhook deliveries never wait on the worker, nor it on them: they share only the outbox.
         sender = asyncio.create_task(WebhookSender(db, settings).run_forever())
         # Engines take a while to load: serve files and /health (503 "starting") meanwhile.
-        startup = asyncio.create_task(_start_engines_and_worker(app, settings, db, store))
+        startup = asyncio.create_task(_start_engines_and_worker(runtime))
         background = [startup, sweeper, sender]
         if not (settings.api_only or settings.no_models):
             # So that --api-only replicas on this database can list what this one serves.
             background.append(
                 asyncio.create_task(
                     publish_models_forever(
-                        db, settings.replica_id, lambda: model_entries(app.state.registry, app.state.worker)
+                        db, settings.replica_id, lambda: model_entries(runtime.engines, runtime.worker)
                     )
                 )
             )
         try:
             yield
         finally:
-            app.state.ready = False
+            runtime.ready = False
             for task in background:
                 task.cancel()
                 with suppress(asyncio.CancelledError):
                     await task
-            if app.state.worker is not None:
-                await app.state.worker.stop()
-            if app.state.registry is not None:
-                await app.state.registry.shutdown()
+            if isinstance(runtime.worker, Worker):
+                await runtime.worker.stop()
+            if runtime.engines is not None:
+                await runtime.engines.shutdown()
             await db.dispose()
             await store.close()
 
@@ -121,17 +138,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     install_openapi(app)
 
-    v1 = APIRouter(prefix="/v1", dependencies=[Depends(get_project)])
+    v1 = APIRouter(prefix="/v1", dependencies=[Depends(get_caller)])
     v1.include_router(files.router)
     v1.include_router(uploads.router)
     v1.include_router(batches.router)
     v1.include_router(models.router)
     v1.include_router(webhooks.router)
     v1.include_router(usage.router)
+    v1.include_router(admin_projects.router)
+    v1.include_router(admin_keys.router)
+    v1.include_router(admin_rate_limits.router)
+    v1.include_router(admin_model_permissions.router)
+    v1.include_router(audit_logs.router)
     v1.include_router(queue.router)
     app.include_router(v1)
     app.include_router(anthropic_batches.router)
     app.include_router(health.router)
     app.include_router(metrics_api.router)
     install_ui(app)
+    tracing.instrument_app(app)
     return app

@@ -121,8 +121,21 @@ _LINKS: dict[tuple[str, str], list[tuple[str, str, str | dict]]] = {
         ("get", "/v1/batches/{batch_id}", _ID),
         ("post", "/v1/batches/{batch_id}/cancel", _ID),
         ("get", "/v1/files/{file_id}", "$response.body#/input_file_id"),
+        # Delete and retry answer once the batch has ended, which one without a served model soon has.
+        ("delete", "/v1/batches/{batch_id}", _ID),
+        ("post", "/v1/batches/{batch_id}/retry", _ID),
+        ("get", "/v1/batches/{batch_id}/results", _ID),
     ],
-    ("post", "/v1/batches/{batch_id}/cancel"): [("get", "/v1/batches/{batch_id}", _ID)],
+    ("post", "/v1/batches/{batch_id}/cancel"): [
+        ("get", "/v1/batches/{batch_id}", _ID),
+        ("delete", "/v1/batches/{batch_id}", _ID),
+        ("post", "/v1/batches/{batch_id}/retry", _ID),
+        ("get", "/v1/batches/{batch_id}/results", _ID),
+    ],
+    ("post", "/v1/batches/{batch_id}/retry"): [
+        ("get", "/v1/batches/{batch_id}", _ID),
+        ("get", "/v1/batches/{batch_id}/results", _ID),
+    ],
     ("post", "/v1/messages/batches"): [
         ("get", "/v1/messages/batches/{message_batch_id}", _ID),
         ("post", "/v1/messages/batches/{message_batch_id}/cancel", _ID),

@@ -1,4 +1,8 @@
-"""Turning input lines into output/error lines (the OpenAI batch output format)."""
+"""The batch line contract, written once: the one JSON loader and the one envelope parser of an
+input line (its `custom_id`, `method`, `url` and `body`, with OpenAI's error codes,
+app/core/line_errors.py), the endpoint normalised here and carried on the parsed line; and the
+output/error lines (the OpenAI batch output format). The server's validation, the shard run and
+`batchd run-batch` all read lines through `parse_line`, so a line is refused alike by each."""
 
 from __future__ import annotations
 
@@ -6,14 +10,17 @@ import json
 import random
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
 from app.core import jsonbody
-from app.core.endpoints import normalize_endpoint
+from app.core.endpoints import ALL_ENDPOINTS, normalize_endpoint
+from app.core.line_errors import LineErrorCode
 
 EXPIRED_MESSAGE = "This request could not be executed before the completion window expired."
 CANCELLED_MESSAGE = "This request was not executed because the batch was cancelled."
+NOT_JSON_MESSAGE = "This line is not parseable as valid JSON."
 
 # Output line ids need to be unique, not secret: uuid4 reads os.urandom on every call, a
 # visible share of the front-end's time on fast endpoints. Seeded from os.urandom once.
@@ -24,43 +31,107 @@ def _line_id() -> str:
     return f"batch_req_{_line_ids.getrandbits(128):032x}"
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class InputLine:
+    """A line that keeps the envelope contract. `url` is its endpoint in canonical form
+    (normalize_endpoint), normalised once, when the line was parsed."""
+
     line_no: int
     custom_id: str
     url: str
     body: dict
 
 
-# orjson rounds an integer of 2**64 or more (20+ digits) to a float; such a line takes the stdlib.
+@dataclass(frozen=True, slots=True)
+class BadLine:
+    """A line the envelope contract refuses: OpenAI's code, message and param, and the line's
+    custom_id as it gave one (None when it gave none, or no JSON object at all)."""
+
+    line_no: int
+    code: LineErrorCode
+    message: str
+    param: str | None = None
+    custom_id: str | int | None = None
+
+    def batch_error(self) -> dict:
+        """The batch's `errors.data[]` entry (the server's validation)."""
+        return {"code": self.code, "message": self.message, "param": self.param, "line": self.line_no}
+
+    def error_record(self) -> dict:
+        """The error line `batchd run-batch` writes for it (its line number in the message: an
+        error line has no field for it)."""
+        return error_line(self.custom_id, self.code, f"Line {self.line_no}: {self.message}")
+
+
+# orjson reads an integer of 2**63 or more below zero, or of 2**64 or more, as a float: a line
+# holding a number of 19 digits or more is read again by the stdlib, which keeps it exact.
 _LONG_NUMBER = re.compile(rb"\d{19}")
 
 
-def _parse(raw: bytes) -> dict:
-    """A validated line as the stdlib reads it, through orjson where that is the same thing
-    (stdlib json was a tenth of an upstream replica's CPU per line in W8): not where a number
-    may be too long for it, nor for what only the stdlib accepts (NaN, lone surrogates)."""
-    if not _LONG_NUMBER.search(raw):
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(raw)
+def load_line(raw: bytes) -> Any:
+    """The one JSON loader of batch lines. orjson decides what is JSON (NaN, Infinity and lone
+    surrogates are not; stdlib json was a tenth of an upstream replica's CPU per line in W8); a
+    line that may hold an integer too long for it is read again by the stdlib. Raises ValueError."""
+    value = orjson.loads(raw)
+    return json.loads(raw) if _LONG_NUMBER.search(raw) else value
 
 
-def parse_input_line(line_no: int, raw: bytes) -> InputLine | None:
-    """Parse a line that validation accepted; None for blank lines."""
+def _missing(line_no: int, name: str, custom_id: str | int | None) -> BadLine:
+    message = f"Missing required parameter: '{name}'."
+    return BadLine(line_no, LineErrorCode.MISSING_REQUIRED_PARAMETER, message, name, custom_id)
+
+
+def _url_mismatch(line_no: int, url: object, endpoint: str | None, custom_id: str | int | None) -> BadLine:
+    if endpoint is not None:
+        message = f"The URL provided for this request does not match the batch endpoint '{endpoint}'."
+    else:
+        message = f"The URL {url!r} is not an endpoint batchd runs: {', '.join(sorted(ALL_ENDPOINTS))}."
+    return BadLine(line_no, LineErrorCode.URL_MISMATCH, message, "url", custom_id)
+
+
+def parse_line(line_no: int, raw: bytes, endpoint: str | None = None) -> InputLine | BadLine | None:
+    """Read one input line against the envelope contract: None for a blank line, else the
+    InputLine or why it is refused. With `endpoint` (a batch's, canonical) the line's url must
+    name it; without (run-batch, whose lines each name their own) any endpoint batchd runs."""
     if not raw.strip():
         return None
-    request = _parse(raw)
-    endpoint = normalize_endpoint(request["url"])
-    assert endpoint is not None, "validation accepted this line's url"
-    return InputLine(line_no, request["custom_id"], endpoint, request["body"])
+    try:
+        request = load_line(raw)
+    except ValueError:  # orjson's JSONDecodeError is a ValueError; so is a bad UTF-8 byte
+        return BadLine(line_no, LineErrorCode.INVALID_JSON_LINE, NOT_JSON_MESSAGE)
+    if not isinstance(request, dict):
+        return BadLine(line_no, LineErrorCode.INVALID_JSON_LINE, "Each line must be a JSON object.")
+    custom_id = request.get("custom_id")
+    given_id = custom_id if isinstance(custom_id, (str, int)) and custom_id != "" else None
+    for name in ("custom_id", "method", "url", "body"):
+        if request.get(name) in (None, ""):
+            return _missing(line_no, name, given_id)
+    url, body = request["url"], request["body"]
+    if not isinstance(custom_id, str):
+        return BadLine(line_no, LineErrorCode.INVALID_REQUEST, "'custom_id' must be a string.", "custom_id", given_id)
+    if request["method"] != "POST":
+        message = "Only the 'POST' method is supported."
+        return BadLine(line_no, LineErrorCode.INVALID_REQUEST, message, "method", custom_id)
+    canonical = normalize_endpoint(url) if isinstance(url, str) else None
+    if canonical is None or (endpoint is not None and canonical != endpoint):
+        return _url_mismatch(line_no, url, endpoint, custom_id)
+    if not isinstance(body, dict):
+        return BadLine(line_no, LineErrorCode.INVALID_REQUEST, "'body' must be a JSON object.", "body", custom_id)
+    return InputLine(line_no, custom_id, canonical, body)
+
+
+def parse_input_line(line_no: int, raw: bytes, endpoint: str | None = None) -> InputLine | None:
+    """A line that validation accepted (the shard run): None for blank lines."""
+    parsed = parse_line(line_no, raw, endpoint)
+    if isinstance(parsed, BadLine):
+        raise ValueError(f"line {line_no} passed validation but breaks the line contract: {parsed.message}")
+    return parsed
 
 
 def custom_id_of(raw: bytes) -> str | int | None:
+    """The custom_id an input line gives, if any (for the error line of a line never run)."""
     try:
-        value = json.loads(raw)
+        value = load_line(raw)
     except ValueError:
         return None
     custom_id = value.get("custom_id") if isinstance(value, dict) else None

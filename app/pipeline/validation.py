@@ -9,11 +9,11 @@ import asyncio
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 
-from app.core import jsonbody
-from app.core.endpoints import normalize_endpoint
+from app.core.line_errors import LineErrorCode
 from app.engine.protocol import LineChecker
 from app.pipeline.id_set import CustomIdSet
 from app.pipeline.jsonl import LineSplitter
+from app.pipeline.lines import BadLine, parse_line
 from app.pipeline.shards import ShardCutter
 
 
@@ -25,6 +25,8 @@ class ValidationResult:
     shards: ShardCutter | None = None
     # Counted only when asked (a token limit applies): None otherwise.
     prompt_tokens: int | None = None
+    # The same count per model (a Message Batch's requests may name several); empty when not counted.
+    tokens_by_model: dict[str, int] = field(default_factory=dict)
 
 
 # Lines whose prompt tokens are counted in one call (the tokenizer encodes them as one batch).
@@ -44,7 +46,7 @@ def _error(code: str, message: str, line: int | None, param: str | None = None) 
 
 
 def _missing(name: str, line: int) -> dict:
-    return _error("missing_required_parameter", f"Missing required parameter: '{name}'.", line, name)
+    return _error(LineErrorCode.MISSING_REQUIRED_PARAMETER, f"Missing required parameter: '{name}'.", line, name)
 
 
 class _Validator:
@@ -82,7 +84,7 @@ class _Validator:
             result.total += 1
             if result.total > self.max_lines:
                 message = f"The batch input file contains more than the maximum of {self.max_lines} requests."
-                result.errors.append(_error("too_many_tasks", message, line_no))
+                result.errors.append(_error(LineErrorCode.TOO_MANY_TASKS, message, line_no))
                 return False
             error = self.check(line_no, raw)
             if error is not None:
@@ -92,41 +94,27 @@ class _Validator:
         return True
 
     def check(self, line_no: int, raw: bytes) -> dict | None:
-        try:
-            request = jsonbody.loads(raw)
-        except (ValueError, UnicodeDecodeError):  # orjson's JSONDecodeError is a ValueError
-            return _error("invalid_json_line", "This line is not parseable as valid JSON.", line_no)
-        if not isinstance(request, dict):
-            return _error("invalid_json_line", "Each line must be a JSON object.", line_no)
-        for name in ("custom_id", "method", "url", "body"):
-            if request.get(name) in (None, ""):
-                return _missing(name, line_no)
-        custom_id, method, url, body = (request[k] for k in ("custom_id", "method", "url", "body"))
-        if not isinstance(custom_id, str):
-            return _error("invalid_request", "'custom_id' must be a string.", line_no, "custom_id")
-        if method != "POST":
-            return _error("invalid_request", "Only the 'POST' method is supported.", line_no, "method")
-        if not isinstance(url, str) or normalize_endpoint(url) != self.endpoint:
-            return _error(
-                "url_mismatch",
-                f"The URL provided for this request does not match the batch endpoint '{self.endpoint}'.",
-                line_no,
-                "url",
-            )
-        if not isinstance(body, dict):
-            return _error("invalid_request", "'body' must be a JSON object.", line_no, "body")
+        line = parse_line(line_no, raw, self.endpoint)
+        if line is None:  # blank: feed skips those
+            return None
+        if isinstance(line, BadLine):
+            return line.batch_error()
+        custom_id = line.custom_id
         if not self.custom_ids.add(custom_id):
             return _error(
-                "duplicate_custom_id",
+                LineErrorCode.DUPLICATE_CUSTOM_ID,
                 f"The custom_id '{custom_id}' appears more than once in this batch; custom_ids must be unique.",
                 line_no,
                 "custom_id",
             )
-        return self._check_body(line_no, body)
+        return self._check_body(line_no, line.body)
 
     def _check_body(self, line_no: int, body: dict) -> dict | None:
         if self.per_request:
             self._note_runnable_model(body)
+            # A request that cannot run fails alone when it runs: only those that can are counted.
+            if self.counting and self.checker.validate_line(self.endpoint, body) is None:
+                self.valid_bodies.append(body)
             return None
         model = body.get("model")
         if model in (None, ""):
@@ -135,7 +123,7 @@ class _Validator:
             self.result.model = model
         elif model != self.result.model:
             return _error(
-                "model_mismatch",
+                LineErrorCode.MODEL_MISMATCH,
                 f"All requests in a batch must use the same model; this line uses '{model}' but the "
                 f"batch uses '{self.result.model}'.",
                 line_no,
@@ -149,14 +137,20 @@ class _Validator:
         return None
 
     async def count_tokens(self) -> None:
-        """Count the prompt tokens of the lines checked since the last call, TOKEN_CHUNK lines a
-        call to the model's tokenizer, unless a line was refused: then the count is moot."""
+        """Count the prompt tokens of the lines checked since the last call, model by model,
+        TOKEN_CHUNK lines a call to the model's tokenizer, unless a line was refused: then the
+        count is moot."""
         bodies, self.valid_bodies = self.valid_bodies, []
         if self.result.errors:
             return
-        for start in range(0, len(bodies), TOKEN_CHUNK):
-            counts = await self.checker.count_prompt_tokens(self.endpoint, bodies[start : start + TOKEN_CHUNK])
-            self.result.prompt_tokens = (self.result.prompt_tokens or 0) + sum(counts)
+        by_model: dict[str, list[dict]] = {}
+        for body in bodies:
+            by_model.setdefault(str(body["model"]), []).append(body)
+        for model, group in by_model.items():
+            for start in range(0, len(group), TOKEN_CHUNK):
+                tokens = sum(await self.checker.count_prompt_tokens(self.endpoint, group[start : start + TOKEN_CHUNK]))
+                self.result.prompt_tokens = (self.result.prompt_tokens or 0) + tokens
+                self.result.tokens_by_model[model] = self.result.tokens_by_model.get(model, 0) + tokens
 
     def _note_runnable_model(self, body: dict) -> None:
         """The batch's model (its engine window and admission gate) is the first one a line
@@ -202,7 +196,7 @@ async def validate_input_file(
         await _feed(validator, splitter.end())
     result = validator.result
     if result.total == 0:
-        result.errors.append(_error("empty_file", "The batch input file is empty.", None))
+        result.errors.append(_error(LineErrorCode.EMPTY_FILE, "The batch input file is empty.", None))
     if per_request and result.model is None:
         result.model = validator.fallback_model or "unknown"
     return result

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from app.pipeline.lines import load_line
 
 
 @dataclass
@@ -34,7 +35,7 @@ def finished_lines(path: Path, into: Finished | None = None) -> Finished:
             if not raw.endswith(b"\n"):
                 break
             try:
-                custom_id = json.loads(raw).get("custom_id")
+                custom_id = load_line(raw).get("custom_id")
             except ValueError:
                 break
             good_end += len(raw)

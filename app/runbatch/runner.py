@@ -3,30 +3,30 @@
 Streams input lines (path, stdin or URL) through the same sliding window and the same vLLM
 serving classes as `batchd serve`, and writes OpenAI-format result lines as they finish. A
 malformed line gets an error line; the others run. With --resume, custom_ids already written
-by an interrupted run are skipped."""
+by an interrupted run are skipped; with --retry-failed, only the lines an earlier run's output
+holds as failed run."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.core.endpoints import normalize_endpoint
 from app.engine.config.catalog import resolve_model_specs
 from app.engine.config.specs import ModelSpec
 from app.engine.errors import ModelConfigError
 from app.engine.protocol import Engines
 from app.pipeline.executor import LineExecutor, LineOutcome
 from app.pipeline.jsonl import split_lines
-from app.pipeline.lines import InputLine, dumps, error_line
+from app.pipeline.lines import InputLine, dumps, parse_line
 from app.pipeline.ordering import grouped_by_prefix
 from app.runbatch.progress import Progress
 from app.runbatch.resume import Finished, finished_lines
+from app.runbatch.retry_failed import Failed, failed_lines
 from app.runbatch.sinks import LineSink
-from app.runbatch.sources import count_lines, input_chunks
+from app.runbatch.sources import count_lines, input_chunks, is_url
 
 log = logging.getLogger("batchd.run_batch")
 
@@ -40,6 +40,7 @@ class RunBatchOptions:
     error_file: str | None = None
     output_tmp_dir: str | None = None
     resume: bool = False
+    retry_failed: str | None = None  # an earlier run's output (or error file): run only its failed lines
     config: Path | None = None
     data_dir: Path = Path("./data")
     # dtype, max_model_len, kv_cache_gib, max_num_seqs, engine_args (as in the config file)
@@ -56,54 +57,47 @@ def model_spec(options: RunBatchOptions) -> ModelSpec:
     return spec.with_options(options.engine_options) if options.engine_options else spec
 
 
-def _rejected(line_no: int, raw: bytes) -> tuple[InputLine | None, dict | None]:
-    """Parse one input line: (line to run, None) or (None, error line to write)."""
-    try:
-        request = json.loads(raw)
-    except ValueError:
-        return None, error_line(None, "invalid_json_line", f"Line {line_no} is not parseable as valid JSON.")
-    if not isinstance(request, dict):
-        return None, error_line(None, "invalid_json_line", f"Line {line_no} is not a JSON object.")
-    custom_id = request.get("custom_id")
-    for name in ("custom_id", "method", "url", "body"):
-        if request.get(name) in (None, ""):
-            return None, error_line(custom_id, "missing_required_parameter", f"Missing required parameter: '{name}'.")
-    endpoint = normalize_endpoint(request["url"])
-    if endpoint is None:
-        return None, error_line(custom_id, "invalid_url", f"Unsupported url {request['url']!r}.")
-    if request["method"] != "POST" or not isinstance(request["body"], dict):
-        return None, error_line(custom_id, "invalid_request", "Lines must be POST requests with a JSON object body.")
-    return InputLine(line_no, str(custom_id), endpoint, request["body"]), None
-
-
 async def _lines_to_run(
-    options: RunBatchOptions, skip: Finished, errors: LineSink, progress: Progress
+    options: RunBatchOptions, skip: Finished, retry: Failed | None, errors: LineSink, progress: Progress
 ) -> AsyncIterator[InputLine]:
-    anonymous_to_skip = skip.anonymous
+    anonymous = 0  # input lines so far that gave no custom_id
+    found: set[str] = set()
     async for line_no, raw in split_lines(input_chunks(options.input)):
-        if not raw.strip():
+        line = parse_line(line_no, raw)
+        if line is None:
             continue
-        line, rejection = _rejected(line_no, raw)
-        if line is not None and line.custom_id in skip.custom_ids:
-            continue
-        if rejection is not None:
-            if rejection["custom_id"] is None:
-                if anonymous_to_skip > 0:  # already written before --resume
-                    anonymous_to_skip -= 1
-                    continue
-            elif str(rejection["custom_id"]) in skip.custom_ids:
+        if line.custom_id is None:
+            anonymous += 1
+            if (retry is not None and anonymous > retry.anonymous) or anonymous <= skip.anonymous:
                 continue
-            errors.write(dumps(rejection).encode())
+        else:
+            custom_id = str(line.custom_id)
+            if retry is not None:
+                if custom_id not in retry.custom_ids:
+                    continue
+                found.add(custom_id)
+            if custom_id in skip.custom_ids:  # already written before --resume
+                continue
+        if isinstance(line, InputLine):
+            yield line
+        else:  # refused: an error line, written now, in input order
+            errors.write(dumps(line.error_record()).encode())
             progress.update(ok=False)
-            continue
-        assert line is not None, "a line is either parsed or rejected"
-        yield line
+    if retry is not None and len(found) < len(retry.custom_ids):
+        missing = sorted(retry.custom_ids - found)
+        log.warning(
+            "%d failed custom_ids of %s are not in the input %s (e.g. %s): not run",
+            len(missing),
+            options.retry_failed,
+            options.input,
+            ", ".join(missing[:3]),
+        )
 
 
 async def run_batch(options: RunBatchOptions, registry: Engines) -> Progress:
     """Run the whole input through `registry` (started)."""
-    if options.resume and options.output == "-":
-        raise ValueError("--resume needs an output file or URL, not stdout")
+    check_options(options)
+    retry = await failed_lines(options.retry_failed) if options.retry_failed is not None else None
     output = LineSink(options.output, options.output_tmp_dir, append=options.resume)
     errors = (
         LineSink(options.error_file, options.output_tmp_dir, append=options.resume) if options.error_file else output
@@ -113,7 +107,7 @@ async def run_batch(options: RunBatchOptions, registry: Engines) -> Progress:
         for sink in {id(output): output, id(errors): errors}.values():
             if sink.path is not None:  # stdout holds nothing to resume from
                 finished_lines(sink.path, into=skip)
-    total = await asyncio.to_thread(count_lines, options.input)
+    total = len(retry) if retry is not None else await asyncio.to_thread(count_lines, options.input)
     progress = Progress(total, already_done=len(skip))
     name = model_spec(options).name
 
@@ -123,7 +117,7 @@ async def run_batch(options: RunBatchOptions, registry: Engines) -> Progress:
 
     try:
         executor = LineExecutor(registry, registry.suggested_concurrency(name))
-        lines = grouped_by_prefix(_lines_to_run(options, skip, errors, progress))
+        lines = grouped_by_prefix(_lines_to_run(options, skip, retry, errors, progress))
         await executor.run(lines, record, asyncio.Event())
         await output.finish()
         if errors is not output:
@@ -135,9 +129,30 @@ async def run_batch(options: RunBatchOptions, registry: Engines) -> Progress:
     return progress
 
 
+def check_options(options: RunBatchOptions) -> None:
+    """Refuse options that cannot work together (ValueError), before any engine starts."""
+    if options.resume and options.output == "-":
+        raise ValueError("--resume needs an output file or URL, not stdout")
+    if options.retry_failed is not None:
+        if _same_location(options.retry_failed, options.output):
+            raise ValueError("--retry-failed reads the earlier output: write the new one elsewhere (-o)")
+        if options.retry_failed == "-" and options.input == "-":
+            raise ValueError("-i and --retry-failed cannot both read stdin")
+
+
+def _same_location(source: str, target: str) -> bool:
+    """Whether reading `source` and writing `target` name one file (`-` is stdin, then stdout)."""
+    if source == "-" or target == "-":
+        return False
+    if is_url(source) or is_url(target):  # a presigned GET and PUT of one object differ in their query
+        return source.split("?", 1)[0] == target.split("?", 1)[0]
+    return Path(source).resolve() == Path(target).resolve()
+
+
 async def main(options: RunBatchOptions) -> Progress:
     from app.engine.local.registry import EngineRegistry  # imports vLLM
 
+    check_options(options)
     registry = EngineRegistry()
     await registry.start([model_spec(options)])
     try:

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-MessageBatchProcessingStatus = Literal["in_progress", "canceling", "ended"]
+from app.core.statuses import MessageBatchStatus
+from app.schemas.common import LiteralOf
 
 
 class MessageBatchRequest(BaseModel):
@@ -39,7 +40,7 @@ class MessageBatch(BaseModel):
 
     id: str
     type: Literal["message_batch"] = "message_batch"
-    processing_status: MessageBatchProcessingStatus
+    processing_status: Annotated[str, LiteralOf(MessageBatchStatus)]
     request_counts: MessageBatchRequestCounts
     created_at: str
     expires_at: str

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue
@@ -118,10 +119,16 @@ class BatchObject(BaseModel):
     request_counts: BatchRequestCounts
     usage: BatchUsage
     metadata: dict[str, str] | None
+    # batchd's: the batch this one retries. Only a retry carries the key, so every other batch
+    # is exactly OpenAI's object.
+    retry_of: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    # batchd's: the batch's project, in an admin's list that names `project` (else left out).
+    project: str | None = Field(default=None, exclude_if=lambda value: value is None)
 
     @classmethod
-    def from_row(cls, b: Batch) -> BatchObject:
+    def from_row(cls, b: Batch, *, show_project: bool = False) -> BatchObject:
         return cls(
+            project=b.project if show_project else None,
             id=b.id,
             endpoint=b.endpoint,
             model=b.model,
@@ -149,4 +156,78 @@ class BatchObject(BaseModel):
                 total_tokens=b.input_tokens + b.output_tokens,
             ),
             metadata=b.metadata_,
+            retry_of=b.retry_of,
         )
+
+
+class BatchDeleted(BaseModel):
+    """`DELETE /v1/batches/{batch_id}` (batchd's), shaped as OpenAI's `file.deleted`."""
+
+    id: str
+    object: Literal["batch.deleted"] = "batch.deleted"
+    deleted: bool = True
+
+
+class BatchRetryRequest(BaseModel):
+    """Read loosely, as create's body is: the service validates it with BatchRetryParams."""
+
+    model_config = ConfigDict(extra="allow")
+
+    errors: Any = None
+
+
+class BatchRetryParams(BaseModel):
+    """The optional body of `POST /v1/batches/{batch_id}/retry` (batchd's): run again only the
+    lines whose error code is listed (`batch_expired`, `batch_cancelled`, `request_timeout`, the
+    code of a failed request's error, or for a batch that failed validation the codes of its
+    `errors`); without it, every line that did not succeed."""
+
+    model_config = ConfigDict(extra="allow")
+
+    errors: list[Annotated[str, Field(min_length=1)]] | None = Field(default=None, min_length=1)
+
+
+@dataclass
+class BatchListQuery:
+    """batchd's filters of `GET /v1/batches` as the request gave them (the service checks them).
+    `status` may repeat and each may list several, comma-separated; `metadata` holds the
+    `metadata[key]=value` pairs; `metadata_without_key` a bare `metadata=` (refused)."""
+
+    status: list[str] = field(default_factory=list)
+    metadata: list[tuple[str, str]] = field(default_factory=list)
+    metadata_without_key: bool = False
+    created_after: int | None = None
+    created_before: int | None = None
+    endpoint: str | None = None
+    model: str | None = None
+
+
+_STATUS_LIST = "(" + "|".join(BatchStatus) + ")"
+
+# The two filters FastAPI cannot declare (a comma-separated list, a deepObject), as the document
+# states them (the route reads them from the query string).
+BATCH_LIST_FILTERS_OPENAPI: dict[str, Any] = {
+    "parameters": [
+        {
+            "name": "status",
+            "in": "query",
+            "required": False,
+            "description": "Only batches with one of these statuses (repeat it, or comma-separate them).",
+            "style": "form",
+            "explode": True,
+            "schema": {
+                "type": "array",
+                "items": {"type": "string", "pattern": f"^{_STATUS_LIST}(,{_STATUS_LIST})*$"},
+            },
+        },
+        {
+            "name": "metadata",
+            "in": "query",
+            "required": False,
+            "description": "Only batches whose metadata has each of these pairs: metadata[key]=value.",
+            "style": "deepObject",
+            "explode": True,
+            "schema": {"type": "object", "maxProperties": 16, "additionalProperties": {"type": "string"}},
+        },
+    ]
+}

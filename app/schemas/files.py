@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from app.core.purposes import UPLOAD_PURPOSES
 from app.schemas.common import multipart_openapi
@@ -20,10 +20,13 @@ class FileObject(BaseModel):
     status: Literal["uploaded", "processed", "error"]
     expires_at: int | None
     status_details: str | None = None
+    # batchd's: the file's project, in an admin's list that names `project` (else left out).
+    project: str | None = Field(default=None, exclude_if=lambda value: value is None)
 
     @classmethod
-    def from_row(cls, row) -> FileObject:
+    def from_row(cls, row, *, show_project: bool = False) -> FileObject:
         return cls(
+            project=row.project if show_project else None,
             id=row.id,
             bytes=row.bytes,
             created_at=row.created_at,

@@ -3,9 +3,12 @@ read-only additions about the engine behind each model."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel
+
+from app.core.statuses import EngineState
+from app.schemas.common import LiteralOf
 
 
 class Model(BaseModel):
@@ -14,7 +17,7 @@ class Model(BaseModel):
     created: int
     owned_by: str
     # batchd's additions (read-only; the dashboard's models page shows them).
-    engine_state: Literal["starting", "ready", "dead", "stopped"]
+    engine_state: Annotated[str, LiteralOf(EngineState)]
     lines_in_flight: int
     lines_waiting: int
     max_lines_in_flight: int

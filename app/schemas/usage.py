@@ -1,4 +1,5 @@
-"""Wire shapes of OpenAI's Usage API (`/v1/organization/usage/completions|embeddings`)."""
+"""Wire shapes of OpenAI's Usage API (`/v1/organization/usage/completions|embeddings|
+audio_transcriptions`) and Costs API (`/v1/organization/costs`)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,16 @@ class _UsageGroup(BaseModel):
     user_id: str | None = None
     api_key_id: str | None = None
     model: str | None = None
+
+
+class _BatchGroup(_UsageGroup):
     # OpenAI's: whether the group is batch work (always, here); set with group_by=batch.
     batch: bool | None = None
     # batchd's addition with group_by=batch: which batch the group is.
     batch_id: str | None = None
 
 
-class CompletionsUsageResult(_UsageGroup):
+class CompletionsUsageResult(_BatchGroup):
     object: Literal["organization.usage.completions.result"] = "organization.usage.completions.result"
     input_tokens: int
     output_tokens: int
@@ -30,17 +34,44 @@ class CompletionsUsageResult(_UsageGroup):
     num_model_requests: int
 
 
-class EmbeddingsUsageResult(_UsageGroup):
+class EmbeddingsUsageResult(_BatchGroup):
     object: Literal["organization.usage.embeddings.result"] = "organization.usage.embeddings.result"
     input_tokens: int
     num_model_requests: int
+
+
+class AudioTranscriptionsUsageResult(_UsageGroup):
+    object: Literal["organization.usage.audio_transcriptions.result"] = "organization.usage.audio_transcriptions.result"
+    seconds: int
+    num_model_requests: int
+
+
+class CostAmount(BaseModel):
+    value: float
+    currency: str
+
+
+class CostsResult(BaseModel):
+    object: Literal["organization.costs.result"] = "organization.costs.result"
+    amount: CostAmount
+    line_item: str | None = None
+    project_id: str | None = None
+    api_key_id: str | None = None
+    # With group_by=line_item: the tokens (or audio seconds) the line item prices.
+    quantity: float | None = None
+    quantity_unit: str | None = None
 
 
 class UsageBucket(BaseModel):
     object: Literal["bucket"] = "bucket"
     start_time: int
     end_time: int
-    results: list[CompletionsUsageResult] | list[EmbeddingsUsageResult]
+    results: (
+        list[CompletionsUsageResult]
+        | list[EmbeddingsUsageResult]
+        | list[AudioTranscriptionsUsageResult]
+        | list[CostsResult]
+    )
 
 
 class UsagePage(BaseModel):

@@ -9,13 +9,13 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.core.statuses import WebhookEndpointStatus
+from app.core.statuses import WebhookEndpointStatus, WebhookEventType
 from app.core.webhook_signing import secret_hint
 from app.db.models import WebhookEndpoint
 from app.schemas.common import LiteralOf
 
 # The events batchd sends (OpenAI's batch webhook events).
-BATCH_EVENT_TYPES = ("batch.completed", "batch.failed", "batch.cancelled", "batch.expired")
+BATCH_EVENT_TYPES = tuple(event.value for event in WebhookEventType)
 MAX_NAME = 256
 MAX_URL = 2048
 

@@ -19,11 +19,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from app.core.config import DEFAULT_PROJECT, Settings
 from app.core.errors import Unauthorized
 from app.db.engine import Database
-from app.db.models import ApiKey
+from app.db.models import ApiKey, Project
 from app.db.repositories.api_keys import ApiKeyRepository
+from app.db.repositories.projects import ProjectRepository
+from app.services.audit_log import record
 
 log = logging.getLogger("batchd.auth")
 
@@ -60,10 +64,24 @@ def _masked(key: str) -> str:
 
 @dataclass(frozen=True)
 class Caller:
-    """Who sent a request: the key's project, and whether it is an admin key (Usage API)."""
+    """Who sent a request: the key's project, whether it is an admin key (Usage and
+    Administration APIs), and the key's wire id (`key_<n>` for stored keys, `key_cfg_<hash>` for
+    config keys; None in open mode) that the audit log names as the actor and under which its
+    batches' usage is booked."""
 
     project: str
     is_admin: bool = False
+    key_id: str | None = None
+
+
+def stored_key_id(row_id: int) -> str:
+    return f"key_{row_id}"
+
+
+def parse_stored_key_id(key_id: str) -> int | None:
+    """The row id of a `key_<n>` wire id; None for anything else (or a number no INTEGER holds)."""
+    number = key_id.removeprefix("key_")
+    return int(number) if number != key_id and number.isascii() and number.isdigit() and len(number) <= 9 else None
 
 
 class Authenticator:
@@ -71,8 +89,9 @@ class Authenticator:
         self.db = db
         self.secret = load_secret(settings)
         self.config_keys = [
-            (hashlib.sha256(key.encode()).digest(), project) for key, project in settings.parsed_api_keys().items()
-        ]
+            (hashlib.sha256(key.encode()).digest(), project, False)
+            for key, project in settings.parsed_api_keys().items()
+        ] + [(hashlib.sha256(key.encode()).digest(), DEFAULT_PROJECT, True) for key in settings.parsed_admin_keys()]
         self._stored_count: tuple[float, int] | None = None
 
     async def _has_stored_keys(self) -> bool:
@@ -85,10 +104,6 @@ class Authenticator:
 
     async def is_open_mode(self) -> bool:
         return not self.config_keys and not await self._has_stored_keys()
-
-    async def project_for(self, authorization: str | None) -> str:
-        """The project an Authorization header belongs to, or Unauthorized."""
-        return (await self.caller_for(authorization)).project
 
     async def caller_for(self, authorization: str | None) -> Caller:
         """Who an Authorization header is, or Unauthorized. In open mode everyone is the
@@ -104,32 +119,47 @@ class Authenticator:
             )
         digest = hashlib.sha256(key.encode()).digest()
         match: Caller | None = None
-        for candidate, project in self.config_keys:
+        for candidate, project, admin in self.config_keys:
             if secrets.compare_digest(digest, candidate):
-                match = Caller(project)
-        if match is None:
-            async with self.db.read() as session:
+                # A keyed hash: the audit log can tell config keys apart without a guessable digest.
+                match = Caller(project, admin, f"key_cfg_{key_hash(self.secret, key)[:12]}")
+        async with self.db.read() as session:
+            if match is None:
                 owner = await ApiKeyRepository(session).owner_of_hash(key_hash(self.secret, key))
-            if owner is not None:
-                match = Caller(*owner)
+                if owner is not None:
+                    match = Caller(owner.project, owner.is_admin, stored_key_id(owner.id))
+            # An archived project's keys stop at once, on every replica: read, not cached.
+            elif not match.is_admin and await ProjectRepository(session).is_archived(match.project):
+                match = None
         if match is None:
             raise Unauthorized(f"Incorrect API key provided: {_masked(key)}.", code="invalid_api_key")
         return match
 
 
+async def add_key(
+    session: AsyncSession, secret: bytes, project: str, *, admin: bool = False, name: str | None = None
+) -> tuple[ApiKey, str]:
+    """Store a new key's hash in the session's unit of work; returns the row and the key (shown
+    once). A project key's project gets a row, so the Administration API lists it."""
+    key = generate_key()
+    now = int(time.time())
+    if not admin:
+        projects = ProjectRepository(session)
+        if await projects.get(project) is None:
+            await projects.save(Project(name=project, weight=1, created_at=now, updated_at=now))
+    row = await ApiKeyRepository(session).add(
+        ApiKey(
+            key_hash=key_hash(secret, key), prefix=key[:8], project=project, created_at=now, is_admin=admin, name=name
+        )
+    )
+    return row, key
+
+
 async def create_stored_key(settings: Settings, db: Database, project: str, admin: bool = False) -> str:
     """Create a key for `project` (an admin key when `admin`), store its hash and return the key (shown once)."""
-    key = generate_key()
     async with db.write() as session:
-        await ApiKeyRepository(session).add(
-            ApiKey(
-                key_hash=key_hash(load_secret(settings), key),
-                prefix=key[:8],
-                project=project,
-                created_at=int(time.time()),
-                is_admin=admin,
-            )
-        )
+        row, key = await add_key(session, load_secret(settings), project, admin=admin)
+        await record(session, None, "api_key.created", stored_key_id(row.id), None if admin else project)
     return key
 
 
@@ -161,4 +191,11 @@ async def list_stored_keys(db: Database) -> list[StoredKeyInfo]:
 async def revoke_stored_key(db: Database, key_id: int) -> bool:
     """Revoke a stored key by id; False when there is no such key."""
     async with db.write() as session:
-        return await ApiKeyRepository(session).revoke(key_id, int(time.time()))
+        keys = ApiKeyRepository(session)
+        row = await keys.get(key_id)
+        if row is None:
+            return False
+        if row.revoked_at is None:
+            await keys.revoke(key_id, int(time.time()))
+            await record(session, None, "api_key.deleted", stored_key_id(key_id), None if row.is_admin else row.project)
+        return True

@@ -8,6 +8,7 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core import tracing
 from app.core.config import Settings
 from app.core.endpoints import (
     CHAT_COMPLETIONS,
@@ -20,15 +21,27 @@ from app.core.endpoints import (
     TRANSLATIONS,
     normalize_endpoint,
 )
-from app.core.errors import Conflict, InvalidRequest, MissingParameter, NotFound
+from app.core.errors import Conflict, InvalidRequest, InvalidValue, MissingParameter
 from app.core.statuses import TERMINAL_BATCH_STATUSES, BatchStatus
 from app.db.models import Batch
 from app.db.repositories.base import Page, UnknownCursor
-from app.db.repositories.batches import BatchRepository
+from app.db.repositories.batches import BatchFilters, BatchRepository
 from app.db.repositories.files import FileRepository
-from app.schemas.batches import BatchCreateParams, BatchCreateRequest
+from app.schemas.batches import (
+    BatchCreateParams,
+    BatchCreateRequest,
+    BatchListQuery,
+    BatchRetryParams,
+    BatchRetryRequest,
+)
 from app.schemas.common import validated
-from app.services.quotas import check_batch_create
+from app.services import batch_retry as retry
+from app.services.batch_results import delete_results
+from app.services.files import FileService, commit_new_file, new_file_id
+from app.services.lookup import BATCH, FILE, get_or_404
+from app.services.projects import check_completion_window
+from app.services.quotas import check_batch_create, check_upload
+from app.storage.base import BlobStore
 
 BATCH_ENDPOINTS = (CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, SCORE, RERANK, RESPONSES, TRANSCRIPTIONS, TRANSLATIONS)
 MAX_METADATA_PAIRS = 16
@@ -43,13 +56,21 @@ def new_batch_id() -> str:
 
 
 class BatchService:
-    def __init__(self, session: AsyncSession, settings: Settings) -> None:
+    def __init__(self, session: AsyncSession, settings: Settings, store: BlobStore | None = None) -> None:
         self.session = session
         self.repo = BatchRepository(session)
         self.files = FileRepository(session)
         self.settings = settings
+        self.store = store  # for deleting a batch with its files, and a retry's input file
 
-    async def create(self, project: str, request: BatchCreateRequest) -> Batch:
+    async def create(
+        self,
+        project: str,
+        request: BatchCreateRequest,
+        *,
+        retry_of: str | None = None,
+        api_key_id: str | None = None,
+    ) -> Batch:
         for name in ("input_file_id", "endpoint", "completion_window"):
             if getattr(request, name) in (None, ""):
                 raise MissingParameter(name)
@@ -57,13 +78,8 @@ class BatchService:
         windows = self.settings.window_seconds()
         # isinstance first: an object or list is unhashable, and `in` would raise (a 500)
         if not isinstance(request.completion_window, str) or request.completion_window not in windows:
-            raise InvalidRequest(
-                f"Invalid value for 'completion_window': '{request.completion_window}'. Supported values are: "
-                + ", ".join(f"'{w}'" for w in windows)
-                + ".",
-                param="completion_window",
-                code="invalid_value",
-            )
+            raise InvalidValue("completion_window", request.completion_window, windows)
+        await check_completion_window(self.session, project, request.completion_window, windows)
         metadata = self._metadata(request.metadata)
         output_expires_after = self._output_expires_after(request.output_expires_after)
         if not isinstance(request.input_file_id, str):
@@ -75,7 +91,7 @@ class BatchService:
         now = int(time.time())
         input_file = await self.files.get(project, request.input_file_id)
         if input_file is None:
-            raise NotFound(f"No such File object: {request.input_file_id}", param="input_file_id")
+            raise FILE.not_found(request.input_file_id, param="input_file_id")
         if input_file.purpose != "batch":
             raise InvalidRequest(
                 f"Invalid 'input_file_id': file {input_file.id} has purpose '{input_file.purpose}'; "
@@ -83,8 +99,9 @@ class BatchService:
                 param="input_file_id",
                 code="invalid_value",
             )
+        batch_id = new_batch_id()
         batch = Batch(
-            id=new_batch_id(),
+            id=batch_id,
             project=project,
             endpoint=endpoint,
             input_file_id=input_file.id,
@@ -94,6 +111,9 @@ class BatchService:
             output_expires_after=output_expires_after,
             created_at=now,
             expires_at=now + windows[request.completion_window],
+            retry_of=retry_of,
+            traceparent=tracing.request_traceparent(batch_id=batch_id, project=project),
+            api_key_id=api_key_id,
         )
         return await self.repo.add(batch)
 
@@ -101,13 +121,7 @@ class BatchService:
     def _endpoint(value) -> str:
         endpoint = normalize_endpoint(value)
         if endpoint is None or endpoint not in BATCH_ENDPOINTS:
-            raise InvalidRequest(
-                f"Invalid value for 'endpoint': '{value}'. Supported values are: "
-                + ", ".join(f"'{e}'" for e in BATCH_ENDPOINTS)
-                + ".",
-                param="endpoint",
-                code="invalid_value",
-            )
+            raise InvalidValue("endpoint", value, BATCH_ENDPOINTS)
         return endpoint
 
     @staticmethod
@@ -174,17 +188,137 @@ class BatchService:
         return seconds
 
     async def get(self, project: str, batch_id: str) -> Batch:
-        batch = await self.repo.get(project, batch_id)
-        if batch is None:
-            raise NotFound(f"No such Batch object: {batch_id}", param="batch_id", code="batch_not_found")
-        return batch
+        return await get_or_404(self.repo, project, batch_id, BATCH)
 
-    async def list(self, project: str, *, limit: int, after: str | None) -> Page[Batch]:
-        """Newest first."""
+    async def list(
+        self, project: str | None, *, limit: int, after: str | None, query: BatchListQuery | None = None
+    ) -> Page[Batch]:
+        """Newest first, narrowed by batchd's list filters (beside OpenAI's `after` and `limit`)."""
+        filters = self._filters(query or BatchListQuery())
         try:
-            return await self.repo.page(project, after=after, limit=limit)
+            return await self.repo.page_filtered(project, filters, after=after, limit=limit)
         except UnknownCursor:
-            raise NotFound(f"No such Batch object: {after}", param="after", code="batch_not_found") from None
+            raise BATCH.not_found(after, param="after") from None
+
+    @staticmethod
+    def _filters(query: BatchListQuery) -> BatchFilters:
+        statuses: list[BatchStatus] = []
+        for given in query.status:
+            for value in given.split(","):  # `status=a&status=b` and `status=a,b` alike
+                if value not in BatchStatus.__members__.values():
+                    raise InvalidValue("status", value, list(BatchStatus))
+                statuses.append(BatchStatus(value))
+        if query.metadata_without_key:
+            raise InvalidRequest(
+                "Invalid 'metadata': filter by metadata as metadata[key]=value.", param="metadata", code="invalid_value"
+            )
+        if len(query.metadata) > MAX_METADATA_PAIRS:
+            raise InvalidRequest(
+                f"Invalid 'metadata': at most {MAX_METADATA_PAIRS} metadata filters, got {len(query.metadata)}.",
+                param="metadata",
+                code="object_above_max_properties",
+            )
+        # A NUL byte is no text Postgres stores, so no batch has it: refused, not sent to the database.
+        texts = [("metadata", text) for pair in query.metadata for text in pair]
+        texts += [("endpoint", query.endpoint or ""), ("model", query.model or "")]
+        for param, text in texts:
+            if "\x00" in text:
+                raise InvalidRequest(
+                    f"Invalid '{param}': a NUL byte matches no batch.", param=param, code="invalid_value"
+                )
+        endpoint = query.endpoint if query.endpoint is None else normalize_endpoint(query.endpoint) or query.endpoint
+        return BatchFilters(
+            statuses=tuple(statuses),
+            metadata=tuple(query.metadata),
+            created_after=query.created_after,
+            created_before=query.created_before,
+            endpoint=endpoint,
+            model=query.model,
+        )
+
+    async def delete(self, project: str, batch_id: str, *, with_files: bool = False) -> str:
+        """Delete an ended batch (batchd's, beside OpenAI's contract). Its input, output and
+        error files stay unless `with_files`: then each still there goes as `DELETE
+        /v1/files/{id}` takes it (refused, and nothing deleted, while another running batch
+        reads the input file). Its usage stays booked (usage_minutes is not tied to the row)."""
+        batch = await self.get(project, batch_id)
+        if batch.status not in TERMINAL_BATCH_STATUSES:
+            raise Conflict(
+                f"Cannot delete a batch with status '{batch.status}': it has not ended. Cancel it first, "
+                "or wait until it ends."
+            )
+        if with_files:
+            assert self.store is not None, "the API's BatchService has the blob store"
+            files = FileService(self.session, self.store, self.settings)
+            file_ids = dict.fromkeys(filter(None, (batch.input_file_id, batch.output_file_id, batch.error_file_id)))
+            for file_id in file_ids:
+                if await self.files.get(project, file_id) is not None:  # one already deleted or expired stays so
+                    await files.delete(project, file_id)
+        if not await self.repo.mark_deleted(batch, int(time.time())):
+            raise BATCH.not_found(batch_id)  # deleted by a request that got there first
+        assert self.store is not None, "the API's BatchService has the blob store"
+        await delete_results(self.session, self.store, project, batch.id)  # kept for GET .../results
+        return batch.id
+
+    async def retry(
+        self, project: str, batch_id: str, request: BatchRetryRequest, *, api_key_id: str | None = None
+    ) -> Batch:
+        """A new batch of the ended batch's lines that did not succeed (only those whose error code
+        is in `errors`, if given), as a new input file written here; same endpoint, window,
+        metadata and output expiry, `retry_of` naming the original (batchd's, beside OpenAI's API)."""
+        batch = await self.get(project, batch_id)
+        if batch.status not in TERMINAL_BATCH_STATUSES:
+            raise Conflict(f"Cannot retry a batch with status '{batch.status}': it has not ended.")
+        codes = validated(BatchRetryParams, request.model_dump()).errors
+        for file_id, what in ((batch.input_file_id, "input"), (batch.error_file_id, "error")):
+            if file_id is not None and await self.files.get(project, file_id) is None:
+                raise InvalidRequest(
+                    f"Cannot retry batch {batch_id}: its {what} file {file_id} was deleted.", code="file_deleted"
+                )
+        assert self.store is not None, "the API's BatchService has the blob store"
+        await check_batch_create(self.session, self.settings, project)  # before writing a file for it
+        custom_ids: set[str] | None = None  # None: every line
+        if batch.in_progress_at is None:  # it never ran: each line has the batch's own codes
+            if codes is not None and not set(codes) & retry.never_ran_codes(batch):
+                raise self._nothing_to_retry(batch_id)
+        elif batch.error_file_id is None:  # every line succeeded
+            raise self._nothing_to_retry(batch_id)
+        else:
+            custom_ids = await retry.failed_custom_ids(self.store, project, batch.error_file_id, codes)
+        file_id = new_file_id()
+        writer = self.store.new_writer(project, file_id)
+        try:
+            copied = await retry.copy_lines(self.store, project, batch.input_file_id, writer, custom_ids)
+            if copied == 0:
+                raise self._nothing_to_retry(batch_id)
+            await check_upload(self.session, self.settings, project, writer.size)  # it is a file like any
+        except BaseException:
+            await writer.discard()
+            raise
+        file = await commit_new_file(
+            self.session,
+            self.store,
+            writer,
+            file_id=file_id,
+            project=project,
+            filename=f"{batch.id}_retry.jsonl",
+            purpose="batch",
+            expires_after=None,
+        )
+        await self.files.add(file)
+        expiry = batch.output_expires_after
+        again = BatchCreateRequest(
+            input_file_id=file.id,
+            endpoint=batch.endpoint,
+            completion_window=batch.completion_window,
+            metadata=batch.metadata_,
+            output_expires_after={"anchor": "created_at", "seconds": expiry} if expiry is not None else None,
+        )
+        return await self.create(project, again, retry_of=batch.id, api_key_id=api_key_id)
+
+    @staticmethod
+    def _nothing_to_retry(batch_id: str) -> InvalidRequest:
+        return InvalidRequest(f"Batch {batch_id} has no lines to retry.", code="nothing_to_retry")
 
     async def cancel(self, project: str, batch_id: str) -> Batch:
         batch = await self.get(project, batch_id)
@@ -196,3 +330,9 @@ class BatchService:
         if batch.status in TERMINAL_BATCH_STATUSES:  # finished while we looked
             raise Conflict(f"Cannot cancel a batch with status '{batch.status}'.")
         return batch
+
+
+async def purge_tombstones(db, grace_seconds: float) -> int:
+    """Forget batches deleted more than `grace_seconds` ago (their ids stop working as cursors)."""
+    async with db.write() as session:
+        return await BatchRepository(session).purge_tombstones(int(time.time() - grace_seconds))

@@ -12,12 +12,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core import metrics
 from app.core.config import Settings
-from app.core.errors import Conflict, InvalidRequest, MissingParameter, NotFound, PayloadTooLarge
+from app.core.errors import Conflict, InvalidRequest, InvalidValue, MissingParameter, PayloadTooLarge
 from app.core.purposes import UPLOAD_PURPOSES
 from app.db.models import File
 from app.db.repositories.base import Page, UnknownCursor
 from app.db.repositories.batches import BatchRepository
 from app.db.repositories.files import FileRepository
+from app.services.auth import Caller
+from app.services.lookup import FILE, get_or_404
 from app.services.quotas import check_upload
 from app.services.unit_of_work import after_commit, on_rollback
 from app.services.upload_stream import receive_upload
@@ -146,13 +148,7 @@ class FileService:
         if not purpose:
             raise MissingParameter("purpose")
         if purpose not in UPLOAD_PURPOSES:
-            raise InvalidRequest(
-                f"Invalid value for 'purpose': '{purpose}'. Supported values are: "
-                + ", ".join(f"'{p}'" for p in UPLOAD_PURPOSES)
-                + ".",
-                param="purpose",
-                code="invalid_value",
-            )
+            raise InvalidValue("purpose", purpose, UPLOAD_PURPOSES)
         return purpose, self._expires_after(fields)
 
     @staticmethod
@@ -190,15 +186,22 @@ class FileService:
     # -- read / list / delete -----------------------------------------------------------------
 
     async def get(self, project: str, file_id: str) -> File:
-        file = await self.repo.get(project, file_id)
-        if file is None:
-            raise NotFound(f"No such File object: {file_id}", param="id")
-        return file
+        return await get_or_404(self.repo, project, file_id, FILE)
+
+    async def readable(self, caller: Caller, file_id: str) -> File:
+        """The caller's project's file; for an admin key, any project's (an archived one's too)."""
+        if caller.is_admin:
+            file = await self.repo.get_in_any_project(file_id)
+            if file is not None:
+                return file
+        return await self.get(caller.project, file_id)
 
     def content(self, file: File) -> AsyncIterator[bytes]:
         return self.store.read(file.project, file.id)
 
-    async def list(self, project: str, *, purpose: str | None, limit: int, order: str, after: str | None) -> Page[File]:
+    async def list(
+        self, project: str | None, *, purpose: str | None, limit: int, order: str, after: str | None
+    ) -> Page[File]:
         try:
             return await self.repo.page(
                 project,
@@ -208,7 +211,7 @@ class FileService:
                 where=[File.purpose == purpose] if purpose is not None else [],
             )
         except UnknownCursor:
-            raise NotFound(f"No such File object: {after}", param="after") from None
+            raise FILE.not_found(after, param="after") from None
 
     async def delete(self, project: str, file_id: str) -> File:
         file = await self.get(project, file_id)

@@ -3,7 +3,13 @@ written as a JSONL input file of `/v1/messages` lines, so validation, shards, le
 webhooks and the dashboard run it as any batch), read, list, cancel, delete, results.
 
 Each request's `params` are checked only as it runs: an unknown model or a missing
-`max_tokens` ends that request `errored`, as Anthropic does."""
+`max_tokens` ends that request `errored`, as Anthropic does.
+
+Token limits: a Message Batch's prompt tokens count against its project's enqueued-token
+limit per model, as an OpenAI batch's do (app/services/token_limits.py). Anthropic refuses a
+batch over its queue limits with a 429 `rate_limit_error`; here the tokens are counted after
+create (while validating), so a refused batch ends (`processing_status: ended`) with every
+request `errored`, its error a `rate_limit_error` whose message names the model and the limit."""
 
 from __future__ import annotations
 
@@ -16,11 +22,17 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.core import jsonbody
+from app.core import jsonbody, tracing
 from app.core.config import Settings
 from app.core.endpoints import MESSAGES
 from app.core.errors import InvalidRequest, NotFound
-from app.core.statuses import BATCH_API_ANTHROPIC, TERMINAL_BATCH_STATUSES, BatchStatus
+from app.core.statuses import (
+    BATCH_API_ANTHROPIC,
+    TERMINAL_BATCH_STATUSES,
+    BatchStatus,
+    MessageBatchStatus,
+    MessageResultType,
+)
 from app.db.models import Batch
 from app.db.repositories.base import Page, UnknownCursor
 from app.db.repositories.files import FileRepository
@@ -28,14 +40,16 @@ from app.db.repositories.message_batches import MessageBatchRepository
 from app.schemas.anthropic import (
     MessageBatch,
     MessageBatchCreateParams,
-    MessageBatchProcessingStatus,
     MessageBatchRequestCounts,
 )
 from app.schemas.common import validated
+from app.services.batch_results import delete_results
 from app.services.batches import BatchService
 from app.services.files import commit_new_file, new_file_id
+from app.services.lookup import MESSAGE_BATCH, get_or_404
 from app.services.message_results import converted_lines, errored, same_result_lines
 from app.services.quotas import check_batch_create
+from app.services.token_limits import TOKEN_LIMIT_EXCEEDED
 from app.services.unit_of_work import after_commit
 from app.storage.base import BlobStore
 
@@ -43,9 +57,9 @@ from app.storage.base import BlobStore
 EXPIRY_SECONDS = 24 * 3600
 COMPLETION_WINDOW = "24h"
 CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-_STATUS: dict[BatchStatus, MessageBatchProcessingStatus] = {
-    BatchStatus.CANCELLING: "canceling",
-    **{status: "ended" for status in TERMINAL_BATCH_STATUSES},
+_STATUS: dict[BatchStatus, MessageBatchStatus] = {
+    BatchStatus.CANCELLING: MessageBatchStatus.CANCELING,
+    **{status: MessageBatchStatus.ENDED for status in TERMINAL_BATCH_STATUSES},
 }
 
 
@@ -85,9 +99,17 @@ def request_counts(batch: Batch) -> MessageBatchRequestCounts:
     )
 
 
+def _refusal_status(batch: Batch) -> int:
+    """The HTTP status a refused batch's requests report: 429 (`rate_limit_error`, what Anthropic
+    answers a batch its queue limits cannot take) when the enqueued-token limit refused it, else 400."""
+    if any(e.get("code") == TOKEN_LIMIT_EXCEEDED for e in batch.errors or []):
+        return 429
+    return 400
+
+
 def to_message_batch(batch: Batch, base_url: str) -> MessageBatch:
     """The wire object; `base_url` (the server's, without a trailing slash) makes `results_url`."""
-    status: MessageBatchProcessingStatus = _STATUS.get(batch.status, "in_progress")
+    status = _STATUS.get(batch.status, MessageBatchStatus.IN_PROGRESS)
     ended_at = batch.completed_at or batch.cancelled_at or batch.expired_at or batch.failed_at
     return MessageBatch(
         id=batch.id,
@@ -95,10 +117,12 @@ def to_message_batch(batch: Batch, base_url: str) -> MessageBatch:
         request_counts=request_counts(batch),
         created_at=rfc3339(batch.created_at) or "",
         expires_at=rfc3339(batch.expires_at) or "",
-        ended_at=rfc3339(ended_at) if status == "ended" else None,
+        ended_at=rfc3339(ended_at) if status == MessageBatchStatus.ENDED else None,
         cancel_initiated_at=rfc3339(batch.cancelling_at),
         archived_at=None,
-        results_url=f"{base_url}/v1/messages/batches/{batch.id}/results" if status == "ended" else None,
+        results_url=f"{base_url}/v1/messages/batches/{batch.id}/results"
+        if status == MessageBatchStatus.ENDED
+        else None,
     )
 
 
@@ -109,7 +133,7 @@ class MessageBatchService:
         self.settings = settings
         self.repo = MessageBatchRepository(session)
 
-    async def create(self, project: str, raw_body: bytes) -> Batch:
+    async def create(self, project: str, raw_body: bytes, *, api_key_id: str | None = None) -> Batch:
         """Check the request list (nothing is stored when it is refused), write it as the
         batch's input file and queue the batch."""
         requests = self._requests(raw_body)
@@ -148,6 +172,8 @@ class MessageBatchService:
             created_at=now,
             expires_at=now + EXPIRY_SECONDS,
             total=len(requests),
+            traceparent=tracing.request_traceparent(batch_id=batch_id, project=project),
+            api_key_id=api_key_id,
         )
         return await self.repo.add(batch)
 
@@ -189,10 +215,7 @@ class MessageBatchService:
         return requests
 
     async def get(self, project: str, batch_id: str) -> Batch:
-        batch = await self.repo.get(project, batch_id)
-        if batch is None:
-            raise NotFound(f"No such Message Batch: {batch_id}", param="message_batch_id")
-        return batch
+        return await get_or_404(self.repo, project, batch_id, MESSAGE_BATCH)
 
     async def list(self, project: str, *, limit: int, after_id: str | None, before_id: str | None) -> Page[Batch]:
         """Newest first; `after_id` pages to older batches, `before_id` to newer ones."""
@@ -203,7 +226,7 @@ class MessageBatchService:
                 return await self.repo.page_before(project, before=before_id, limit=limit)
             return await self.repo.page(project, after=after_id, limit=limit)
         except UnknownCursor as exc:
-            raise NotFound(f"No such Message Batch: {exc.args[0]}") from None
+            raise MESSAGE_BATCH.not_found(exc.args[0], param="after_id" if before_id is None else "before_id") from None
 
     async def cancel(self, project: str, batch_id: str) -> Batch:
         """A batch that has ended is returned as it is (Anthropic's cancel does not refuse it)."""
@@ -213,7 +236,9 @@ class MessageBatchService:
         return await BatchService(self.session, self.settings).cancel(project, batch_id)
 
     async def delete(self, project: str, batch_id: str) -> str:
-        """Delete an ended batch with its input and result files."""
+        """Delete an ended batch with its input and result files. The batch becomes a tombstone,
+        as a deleted OpenAI batch does: gone from retrieve and list, its id still a list cursor
+        until tombstones are purged."""
         batch = await self.get(project, batch_id)
         if batch.status not in TERMINAL_BATCH_STATUSES:
             raise InvalidRequest(f"Message Batch {batch_id} cannot be deleted while it is processing; cancel it first.")
@@ -224,7 +249,9 @@ class MessageBatchService:
             if file is not None:
                 await files.mark_deleted(file, now)
                 after_commit(self.session, self._blob_deleter(project, file.id))
-        await self.repo.remove(batch)
+        if not await self.repo.mark_deleted(batch, now):
+            raise MESSAGE_BATCH.not_found(batch_id)  # deleted by a request that got there first
+        await delete_results(self.session, self.store, project, batch.id)
         return batch.id
 
     def _blob_deleter(self, project: str, file_id: str) -> Callable[[], Awaitable[None]]:
@@ -251,9 +278,10 @@ class MessageBatchService:
         if batch.in_progress_at is None:  # ended before it ran: one result for every request
             if batch.status == BatchStatus.FAILED:
                 message = "; ".join(e.get("message", "") for e in batch.errors or []) or "The batch could not run."
-                result = errored(400, message)
+                result = errored(_refusal_status(batch), message)
             else:
-                result = {"type": "expired" if batch.status == BatchStatus.EXPIRED else "canceled"}
+                expired = batch.status == BatchStatus.EXPIRED
+                result = {"type": MessageResultType.EXPIRED if expired else MessageResultType.CANCELED}
             async for line in same_result_lines(self.store.read(batch.project, batch.input_file_id), result):
                 yield line
             return

@@ -9,10 +9,12 @@ from typing import Any
 
 from app.core import jsonbody
 from app.core.anthropic_api import anthropic_error
+from app.core.statuses import MessageResultType
 from app.pipeline.jsonl import split_lines
+from app.pipeline.lines import custom_id_of
 
 # Error codes of lines that never ran (app/worker/finalize.py) and the result type they become.
-_NOT_RUN = {"batch_cancelled": "canceled", "batch_expired": "expired"}
+_NOT_RUN = {"batch_cancelled": MessageResultType.CANCELED, "batch_expired": MessageResultType.EXPIRED}
 
 
 def anthropic_result(line: dict[str, Any]) -> dict[str, Any]:
@@ -23,7 +25,7 @@ def anthropic_result(line: dict[str, Any]) -> dict[str, Any]:
         body = response.get("body")
         status = response.get("status_code")
         if status == 200:
-            return {"custom_id": custom_id, "result": {"type": "succeeded", "message": body}}
+            return {"custom_id": custom_id, "result": {"type": MessageResultType.SUCCEEDED, "message": body}}
         return {
             "custom_id": custom_id,
             "result": errored(int(status or 500), _message_of(body), response.get("request_id")),
@@ -36,7 +38,7 @@ def anthropic_result(line: dict[str, Any]) -> dict[str, Any]:
 
 
 def errored(status_code: int, message: str, request_id: str | None = None) -> dict[str, Any]:
-    return {"type": "errored", "error": anthropic_error(status_code, message, request_id)}
+    return {"type": MessageResultType.ERRORED, "error": anthropic_error(status_code, message, request_id)}
 
 
 def _message_of(body: Any) -> str:
@@ -58,5 +60,5 @@ async def same_result_lines(chunks: AsyncIterator[bytes], result: dict[str, Any]
     """`result` for every request of the input file `chunks`: a batch that ended before it ran."""
     async for _, raw in split_lines(chunks):
         if raw.strip():
-            custom_id = jsonbody.loads(raw).get("custom_id")
+            custom_id = custom_id_of(raw)
             yield jsonbody.dumps({"custom_id": custom_id, "result": result}).encode() + b"\n"

@@ -11,7 +11,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from app.core.config import Settings
 from app.core.errors import NotFound
+from app.core.statuses import EngineState
+from app.core.worker_port import GateLoad, WorkerPort
 from app.db.engine import Database
 from app.db.repositories.served_models import ServedModelRepository
 from app.engine.protocol import Engines
@@ -20,29 +23,27 @@ PUBLISH_SECONDS = 5.0
 # A replica that has not published for this long has stopped (or lost the database).
 STALE_AFTER_SECONDS = 3 * PUBLISH_SECONDS
 # Best first: a model served by several replicas is as ready as the readiest of them.
-STATE_RANK = ("ready", "starting", "dead", "stopped")
+STATE_RANK = (EngineState.READY, EngineState.STARTING, EngineState.DEAD, EngineState.STOPPED)
 LOAD_FIELDS = ("lines_in_flight", "lines_waiting", "max_lines_in_flight")
 
 
-def model_entries(registry: Engines | None, worker: Any) -> list[dict[str, Any]]:
+def model_entries(registry: Engines | None, worker: WorkerPort | None) -> list[dict[str, Any]]:
     """One entry per model this replica serves; empty while the engines are still starting."""
     if registry is None:
         return []
-    # The worker's per-model admission gates count the lines it has handed to each engine.
-    gates = worker.ctx.gates if worker is not None else {}
     entries = []
     for card in registry.model_cards():
-        gate = gates.get(card["id"])
-        in_flight, waiting = gate.load() if gate is not None else (0, 0)
+        # The worker's per-model admission gate counts the lines it has handed to the engine.
+        load = worker.gate_load(card["id"]) if worker is not None else None
+        if load is None:
+            load = GateLoad(0, 0, registry.suggested_concurrency(card["id"]))
         entries.append(
             {
                 **card,
                 "engine_state": registry.engine_state(card["id"]),
-                "lines_in_flight": in_flight,
-                "lines_waiting": waiting,
-                "max_lines_in_flight": gate.capacity
-                if gate is not None
-                else registry.suggested_concurrency(card["id"]),
+                "lines_in_flight": load.in_flight,
+                "lines_waiting": load.waiting,
+                "max_lines_in_flight": load.capacity,
             }
         )
     return entries
@@ -73,15 +74,19 @@ async def published_entries(db: Database) -> list[dict[str, Any]]:
     return list(merged.values())
 
 
-async def list_entries(state: Any) -> list[dict[str, Any]]:
-    """`state` is the app's: an API-only replica lists what the others publish."""
-    if state.settings.api_only:
-        return await published_entries(state.db)
-    return model_entries(state.registry, state.worker)
+async def list_entries(
+    settings: Settings, db: Database, registry: Engines | None, worker: WorkerPort | None
+) -> list[dict[str, Any]]:
+    """This replica's models; an API-only replica lists what the others publish."""
+    if settings.api_only:
+        return await published_entries(db)
+    return model_entries(registry, worker)
 
 
-async def find_entry(state: Any, model_id: str) -> dict[str, Any]:
-    for entry in await list_entries(state):
+async def find_entry(
+    settings: Settings, db: Database, registry: Engines | None, worker: WorkerPort | None, model_id: str
+) -> dict[str, Any]:
+    for entry in await list_entries(settings, db, registry, worker):
         if entry["id"] == model_id:
             return entry
     # OpenAI's wording for an unknown model.

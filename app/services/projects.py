@@ -1,12 +1,18 @@
-"""Operators' per-project settings: the fair-share weight and the enqueued-token limit
-(`batchd projects set | list`). A project nobody configured has weight 1 and the server-wide limit."""
+"""Operators' per-project settings: the fair-share weight, the enqueued-token limit and the
+completion windows (`batchd projects set | list`). A project nobody configured has weight 1, the
+server-wide limit and the server's windows."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.config import parse_window
+from app.core.errors import InvalidRequest
 from app.db.engine import Database
 from app.db.models import Project
 from app.db.repositories.projects import ProjectRepository
@@ -19,34 +25,56 @@ class ProjectSettings:
     name: str
     weight: int = DEFAULT_WEIGHT
     max_enqueued_tokens: int | None = None  # None: BATCHD_PROJECT_MAX_ENQUEUED_TOKENS applies
+    completion_windows: tuple[str, ...] | None = None  # None: BATCHD_COMPLETION_WINDOWS applies
 
     def line(self) -> str:
         limit = "default" if self.max_enqueued_tokens is None else str(self.max_enqueued_tokens)
-        return f"{self.name}\tweight {self.weight}\tmax enqueued tokens {limit}"
+        windows = "default" if self.completion_windows is None else ",".join(self.completion_windows)
+        return f"{self.name}\tweight {self.weight}\tmax enqueued tokens {limit}\tcompletion windows {windows}"
 
 
-USE_DEFAULT = "default"  # the limit a project goes back to the server-wide one with
+USE_DEFAULT = "default"  # the value a setting goes back to the server-wide one with
 
 
 def _settings_of(row: Project) -> ProjectSettings:
-    return ProjectSettings(row.name, row.weight, row.max_enqueued_tokens)
+    windows = tuple(row.completion_windows.split(",")) if row.completion_windows is not None else None
+    return ProjectSettings(row.name, row.weight, row.max_enqueued_tokens, windows)
+
+
+def _windows_value(windows: Sequence[str]) -> str:
+    """The stored form of a window list (checked: each window parses, at least one)."""
+    cleaned = [w.strip() for w in windows if w.strip()]
+    if not cleaned:
+        raise ValueError("completion windows must name at least one window, e.g. 24h")
+    for window in cleaned:
+        parse_window(window)  # ValueError: "invalid completion window '...'"
+    return ",".join(dict.fromkeys(cleaned))
 
 
 async def set_project(
-    db: Database, name: str, weight: int | None = None, max_enqueued_tokens: int | Literal["default"] | None = None
+    db: Database,
+    name: str,
+    weight: int | None = None,
+    max_enqueued_tokens: int | Literal["default"] | None = None,
+    completion_windows: Sequence[str] | Literal["default"] | None = None,
 ) -> ProjectSettings:
     """Change what is given (None: keep it) and keep the rest; a new project starts from the defaults."""
     if weight is not None and weight < 1:
         raise ValueError("weight must be a whole number of at least 1")
     if isinstance(max_enqueued_tokens, int) and max_enqueued_tokens < 0:
         raise ValueError("max enqueued tokens must not be negative")
+    windows = None if completion_windows in (None, USE_DEFAULT) else _windows_value(completion_windows or ())
     async with db.write() as session:
         projects = ProjectRepository(session)
-        row = await projects.get(name) or Project(name=name, weight=DEFAULT_WEIGHT, max_enqueued_tokens=None)
+        row = await projects.get(name) or Project(
+            name=name, weight=DEFAULT_WEIGHT, max_enqueued_tokens=None, created_at=int(time.time())
+        )
         if weight is not None:
             row.weight = weight
         if max_enqueued_tokens is not None:
             row.max_enqueued_tokens = None if max_enqueued_tokens == USE_DEFAULT else int(max_enqueued_tokens)
+        if completion_windows is not None:
+            row.completion_windows = windows
         row.updated_at = int(time.time())
         return _settings_of(await projects.save(row))
 
@@ -60,3 +88,20 @@ async def project_settings(db: Database, name: str) -> ProjectSettings:
     async with db.read() as session:
         row = await ProjectRepository(session).get(name)
     return _settings_of(row) if row else ProjectSettings(name)
+
+
+async def check_completion_window(session: AsyncSession, project: str, window: str, offered: Iterable[str]) -> None:
+    """Refuse a window (one of the server's `offered`, checked by the caller) that the project's
+    operator has not allowed it; a project without its own list may use every offered window."""
+    row = await ProjectRepository(session).get(project)
+    allowed = _settings_of(row).completion_windows if row else None
+    if allowed is None or window in allowed:
+        return
+    usable = [w for w in offered if w in allowed]
+    raise InvalidRequest(
+        f"Invalid value for 'completion_window': '{window}'. Project '{project}' may use only: "
+        + (", ".join(f"'{w}'" for w in usable) or "no window this server offers")
+        + ".",
+        param="completion_window",
+        code="invalid_value",
+    )

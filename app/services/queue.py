@@ -7,10 +7,11 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
+from app.core.statuses import BatchStatus
 from app.db.engine import Database
 from app.db.repositories.queue import QueueRepository
+from app.scheduling.fair_share import BatchOutlook, average_rates, outlook
 from app.schemas.queue import ProjectQueue, Queue, QueuedBatch
-from app.services.fair_share import BatchOutlook, average_rates, outlook
 from app.services.projects import list_projects
 
 
@@ -51,7 +52,7 @@ async def queue_view(
     for view in views:
         if project is not None and view.project != project:
             continue
-        running = [e for e in view.batches if e.batch.status == "in_progress" and (e.batch.done or e.rate)]
+        running = [e for e in view.batches if e.batch.status == BatchStatus.IN_PROGRESS and (e.batch.done or e.rate)]
         queued = [e for e in view.batches if e not in running]
         data.append(
             ProjectQueue(

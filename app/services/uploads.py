@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Sequence
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Settings
-from app.core.errors import Conflict, InvalidRequest, MissingParameter, NotFound, PayloadTooLarge
+from app.core.errors import Conflict, InvalidRequest, InvalidValue, MissingParameter, PayloadTooLarge
 from app.core.purposes import UPLOAD_PURPOSES
 from app.core.statuses import UploadStatus
 from app.db.engine import Database
@@ -28,6 +28,7 @@ from app.db.repositories.uploads import UploadRepository
 from app.schemas.common import validated
 from app.schemas.uploads import UploadCompleteRequest, UploadCreateParams, UploadCreateRequest
 from app.services.files import MULTIPART_OVERHEAD_BYTES, commit_new_file, new_file_id, sanitize_filename
+from app.services.lookup import UPLOAD
 from app.services.quotas import check_upload
 from app.services.unit_of_work import after_commit, on_rollback
 from app.services.upload_stream import receive_upload
@@ -79,13 +80,7 @@ class UploadService:
         if request is None:
             raise MissingParameter("bytes")
         if request.purpose not in UPLOAD_PURPOSES:
-            raise InvalidRequest(
-                f"Invalid value for 'purpose': '{request.purpose}'. Supported values are: "
-                + ", ".join(f"'{p}'" for p in UPLOAD_PURPOSES)
-                + ".",
-                param="purpose",
-                code="invalid_value",
-            )
+            raise InvalidValue("purpose", request.purpose, UPLOAD_PURPOSES)
         limit = self._max_bytes(request.purpose)
         if request.bytes > limit:
             raise InvalidRequest(
@@ -120,7 +115,7 @@ class UploadService:
     @staticmethod
     def _require_pending(upload: Upload | None, upload_id: str, action: str) -> Upload:
         if upload is None:
-            raise NotFound(f"No such Upload object: {upload_id}", param="upload_id")
+            raise UPLOAD.not_found(upload_id)
         status = upload.status_at(time.time())
         if status != UploadStatus.PENDING:
             raise _not_pending(upload_id, action, status)

@@ -9,6 +9,7 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.statuses import WebhookEventType
 from app.db.models import WebhookEvent
 from app.db.repositories.webhooks import WebhookRepository
 
@@ -17,7 +18,7 @@ def new_event_id() -> str:
     return f"evt_{uuid.uuid4().hex}"
 
 
-def event_body(event_id: str, event_type: str, created_at: int, batch_id: str) -> str:
+def event_body(event_id: str, event_type: WebhookEventType, created_at: int, batch_id: str) -> str:
     """The JSON OpenAI sends (see openai-python types/webhooks/batch_*_webhook_event.py)."""
     return json.dumps(
         {"id": event_id, "object": "event", "type": event_type, "created_at": created_at, "data": {"id": batch_id}},
@@ -25,7 +26,7 @@ def event_body(event_id: str, event_type: str, created_at: int, batch_id: str) -
     )
 
 
-async def enqueue_batch_event(session: AsyncSession, batch_id: str, project: str, event_type: str) -> None:
+async def enqueue_batch_event(session: AsyncSession, batch_id: str, project: str, event_type: WebhookEventType) -> None:
     """Record the event and one pending delivery per subscribed endpoint of the project. Call it
     in the same transaction as the status change (no commit here)."""
     now = int(time.time())

@@ -10,8 +10,8 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.config import Settings
-from app.core.errors import InvalidRequest, MissingParameter, NotFound
-from app.core.statuses import WebhookEndpointStatus
+from app.core.errors import InvalidRequest, MissingParameter
+from app.core.statuses import WebhookEndpointStatus, WebhookEventType
 from app.core.webhook_signing import new_secret
 from app.db.engine import Database
 from app.db.models import WebhookEndpoint
@@ -29,6 +29,7 @@ from app.schemas.webhooks import (
     WebhookEndpointUpdateParams,
 )
 from app.services import webhook_urls
+from app.services.lookup import WEBHOOK_ENDPOINT, get_or_404
 from app.services.webhook_delivery import AttemptResult, secrets_in_use, send_once
 from app.services.webhook_outbox import event_body, new_event_id
 
@@ -101,17 +102,14 @@ class WebhookService:
         return await self.repo.add(endpoint)
 
     async def get(self, project: str, endpoint_id: str) -> WebhookEndpoint:
-        endpoint = await self.repo.get(project, endpoint_id)
-        if endpoint is None:
-            raise NotFound(f"No such webhook endpoint: {endpoint_id}")
-        return endpoint
+        return await get_or_404(self.repo, project, endpoint_id, WEBHOOK_ENDPOINT)
 
     async def list(self, project: str, *, limit: int, after: str | None) -> Page[WebhookEndpoint]:
         """Newest first."""
         try:
             return await self.repo.page(project, after=after, limit=limit)
         except UnknownCursor:
-            raise NotFound(f"No such webhook endpoint: {after}", param="after") from None
+            raise WEBHOOK_ENDPOINT.not_found(after, param="after") from None
 
     async def update(self, project: str, endpoint_id: str, request: WebhookEndpointUpdate) -> WebhookEndpoint:
         # The URL check resolves DNS: do it before the first query opens the (write) transaction.
@@ -182,7 +180,7 @@ async def send_test_event(
     async with db.read() as session:
         endpoint = await WebhookService(session, settings).get(project, endpoint_id)
     event_id, now = new_event_id(), int(time.time())
-    body = event_body(event_id, event_type, now, "batch_test").encode()
+    body = event_body(event_id, WebhookEventType(event_type), now, "batch_test").encode()
     secrets = secrets_in_use(endpoint.secret, endpoint.previous_secret, endpoint.previous_secret_expires_at, now)
     async with httpx.AsyncClient(timeout=settings.webhook_timeout_seconds) as client:
         result = await send_once(client, settings, endpoint.url, secrets, event_id, body)

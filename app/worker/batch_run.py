@@ -8,15 +8,23 @@ from __future__ import annotations
 import logging
 import time
 
+from app.core import tracing
 from app.core.faults import fault_point
-from app.core.statuses import BATCH_API_ANTHROPIC, EXPIRABLE_BATCH_STATUSES, TERMINAL_BATCH_STATUSES, BatchStatus
-from app.db.maintenance import reclaim_checkpoint_space
+from app.core.statuses import (
+    BATCH_API_ANTHROPIC,
+    EXPIRABLE_BATCH_STATUSES,
+    TERMINAL_BATCH_STATUSES,
+    BatchStatus,
+    WebhookEventType,
+)
 from app.db.models import Batch
 from app.db.repositories.batches import BatchRepository, Claim
 from app.db.repositories.shards import ShardRepository
 from app.pipeline.shards import cut_shards
-from app.pipeline.validation import validate_input_file
-from app.services.token_limits import enqueued_token_limit, limit_error
+from app.pipeline.validation import ValidationResult, validate_input_file
+from app.services.model_permissions import checker_for
+from app.services.rate_limits import daily_limits
+from app.services.token_limits import enqueue_tokens, enqueued_token_limit
 from app.services.webhook_outbox import enqueue_batch_event
 from app.worker.context import WorkerContext
 from app.worker.finalize import finalize
@@ -65,8 +73,18 @@ class BatchRun:
                 await self._finalize(await self._sealed(batch), BatchStatus.CANCELLED)
 
     async def _finalize(self, batch: Batch, ending: BatchStatus) -> None:
-        if await finalize(self.ctx, self.claim, batch, ending):
-            await reclaim_checkpoint_space(self.ctx.db)  # finalize deleted the batch's rows
+        with tracing.batch_span(
+            "batchd.finalize",
+            batch.traceparent,
+            batch.id,
+            project=batch.project,
+            model=batch.model,
+            ending=str(ending),
+            completed=batch.completed,
+            failed=batch.failed,
+            replica=self.ctx.settings.replica_id,
+        ):
+            await finalize(self.ctx, self.claim, batch, ending)
 
     async def _sealed(self, batch: Batch) -> Batch:
         """Fence every unfinished shard off (a stale runner writes nothing more), then re-read
@@ -76,24 +94,41 @@ class BatchRun:
         return await self._load() or batch
 
     async def _validate(self, batch: Batch) -> None:
+        with tracing.batch_span(
+            "batchd.validate",
+            batch.traceparent,
+            batch.id,
+            project=batch.project,
+            endpoint=batch.endpoint,
+            replica=self.ctx.settings.replica_id,
+        ) as span:
+            result = await self._validated(batch)
+            tracing.set_attributes(span, model=result.model, lines=result.total, errors=len(result.errors))
+
+    async def _validated(self, batch: Batch) -> ValidationResult:
+        """Validate the input; the batch moves on to in_progress (cut into shards) or failed."""
         settings = self.ctx.settings
         limit = await enqueued_token_limit(self.ctx.db, settings, batch.project)
+        daily = await daily_limits(self.ctx.db, batch.project)
+        count_tokens = limit is not None or bool(daily)
         anthropic = batch.api == BATCH_API_ANTHROPIC
         result = await validate_input_file(
             self.ctx.store.read(batch.project, batch.input_file_id),
             batch.endpoint,
-            self.ctx.registry,
+            await checker_for(self.ctx.db, batch.project, self.ctx.registry),
             max_lines=settings.max_message_batch_requests if anthropic else settings.max_batch_lines,
             max_errors=settings.max_validation_errors,
             shard_lines=settings.shard_lines,
-            count_tokens=limit is not None,
+            count_tokens=count_tokens,
             per_request=anthropic,
         )
         await fault_point("validating", self.ctx.data_dir)
         now = int(time.time())
         async with self.ctx.db.write() as session:
-            if not result.errors and limit is not None and result.model and result.prompt_tokens is not None:
-                over = await limit_error(session, batch.id, batch.project, result.model, result.prompt_tokens, limit)
+            if not result.errors and count_tokens:
+                over = await enqueue_tokens(
+                    session, batch.id, batch.project, result.tokens_by_model, limit, daily, result.total
+                )
                 result.errors = [over] if over else []
             if result.errors:
                 if await BatchRepository(session).transition(
@@ -104,7 +139,7 @@ class BatchRun:
                     errors=result.errors,
                     model=result.model,
                 ):
-                    await enqueue_batch_event(session, batch.id, batch.project, "batch.failed")
+                    await enqueue_batch_event(session, batch.id, batch.project, WebhookEventType.BATCH_FAILED)
             elif await BatchRepository(session).transition(
                 self.claim,
                 (BatchStatus.VALIDATING,),
@@ -116,6 +151,7 @@ class BatchRun:
             ):
                 assert result.shards is not None, "a valid file is cut into shards"
                 await ShardRepository(session).add_all(batch.id, result.shards.spans())
+        return result
 
     async def _finish_running(self, batch: Batch) -> bool:
         """Move a batch whose shards are all done on to finalizing (normally the replica that ran

@@ -19,10 +19,11 @@ from app.db.engine import Database
 from app.db.repositories.batches import LineRow
 from app.db.repositories.shards import ShardClaim, ShardRepository
 from app.db.repositories.usage import UsageKey
+from app.pipeline.chunk_lines import encode
 from app.pipeline.executor import LineOutcome
 from app.pipeline.lines import dumps
 from app.storage.base import BlobStore
-from app.worker.chunks import BLOB_PREFIX, encode
+from app.worker.chunks import BLOB_PREFIX
 
 FLUSH_ROWS = 256
 MAX_BUFFERED = 4 * FLUSH_ROWS
@@ -52,6 +53,8 @@ class Checkpoint:
                 u.cached_tokens,
                 u.output_tokens,
                 u.reasoning_tokens,
+                outcome.model,
+                u.seconds,
             )
         )
         background = self._background

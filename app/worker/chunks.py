@@ -1,41 +1,23 @@
-"""The checkpoint chunk: finished lines of one shard, stored together as one blob.
-
-Each line of the blob is `<line_no> <ok 0|1> <output or error line>`; the chunk's database row
-lists the line numbers it counts. A blob can hold a line its row does not count (a write
-retried after a commit whose answer was lost): readers keep only the counted ones, so every
-line is in the output once."""
+"""The checkpoint chunk: finished lines of one shard, stored together as one blob (its lines'
+format: app/pipeline/chunk_lines.py); the chunk's database row lists the line numbers it counts,
+so every line is in the output once."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import NamedTuple
 
 from app.db.engine import Database
 from app.db.models import BatchChunk
-from app.db.repositories.batches import LineRow
 from app.db.repositories.chunks import ChunkRepository, unpack_line_nos
+from app.pipeline.chunk_lines import chunk_bytes, decode
 from app.storage.base import BlobStore
 
 # One chunk blob per checkpoint write (FLUSH_ROWS lines or a second's worth): few blobs, and a
 # shard's chunks (at most shard_lines lines) are read into memory together at finalize.
 BLOB_PREFIX = "chunk-"
-
-
-def encode(rows: Sequence[LineRow]) -> bytes:
-    return b"".join(b"%d %d %s\n" % (r.line_no, r.ok, r.line.encode()) for r in rows)
-
-
-def decode(data: bytes, counted: set[int]) -> Iterator[tuple[int, bool, bytes]]:
-    """(line_no, ok, line) of every counted line in `data`."""
-    for raw in data.split(b"\n"):
-        if not raw:
-            continue
-        number, ok, line = raw.split(b" ", 2)
-        line_no = int(number)
-        if line_no in counted:
-            yield line_no, ok == b"1", line
 
 
 class FinishedLine(NamedTuple):
@@ -82,15 +64,9 @@ async def _by_shard(chunks: AsyncIterator[BatchChunk]) -> AsyncIterator[list[Bat
 
 
 async def _lines_of_shard(store: BlobStore, project: str, chunks: list[BatchChunk]) -> list[FinishedLine]:
-    blobs = await asyncio.gather(*(_chunk_bytes(store, project, chunk) for chunk in chunks))
+    blobs = await asyncio.gather(*(chunk_bytes(store, project, chunk) for chunk in chunks))
     lines: dict[int, FinishedLine] = {}
     for chunk, data in zip(chunks, blobs, strict=True):
         for line_no, ok, line in decode(data, set(unpack_line_nos(chunk.line_nos))):
             lines[line_no] = FinishedLine(line_no, ok, line)
     return [lines[line_no] for line_no in sorted(lines)]
-
-
-async def _chunk_bytes(store: BlobStore, project: str, chunk: BatchChunk) -> bytes:
-    if chunk.blob_id is None:  # carried over from the per-line rows (migration 0015)
-        return chunk.payload or b""
-    return b"".join([part async for part in store.read(project, chunk.blob_id)])

@@ -23,13 +23,25 @@ class WorkerContext:
     schedule: Schedule = field(init=False)
 
     def __post_init__(self) -> None:
-        self.schedule = Schedule(self.db, self.settings.replica_id)
+        self.schedule = Schedule(
+            self.db,
+            self.settings.replica_id,
+            self.settings.at_risk_max_share,
+            # Upstream models: every replica sends their lines to one fleet.
+            shared=lambda model: model in self.registry.status(),
+        )
 
     def gate(self, model: str) -> FairGate:
         """One admission gate per model, shared by every project using that model."""
         if model not in self.gates:
             self.gates[model] = FairGate(self.window(model), name=model, policy=self.schedule)
         return self.gates[model]
+
+    def line_gate(self, model: str | None, batch_model: str) -> FairGate:
+        """The gate of the model a line names (a Message Batch's lines may name several); a
+        model no engine serves (the line fails at once) shares its batch's gate."""
+        served = model is not None and bool(self.registry.endpoints_for(model))
+        return self.gate(model if served and model is not None else batch_model)
 
     def window(self, model: str) -> int:
         if not self.registry.endpoints_for(model):

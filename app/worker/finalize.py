@@ -5,31 +5,41 @@ Goes shard by shard: a shard whose every line ran is written from its chunks alo
 with lines that never ran (cancel, expiry), its byte range of the input is streamed beside its
 finished lines, so those get their `batch_cancelled` / `batch_expired` error line. File ids derive from
 the batch id, so a finalize retried after a crash overwrites its own blobs instead of leaving
-orphans; the files and the status land in one transaction, which also drops the chunks."""
+orphans; the files and the status land in one transaction.
+
+The chunks stay (until the batch is deleted or its results expire), with one more for the lines
+that never ran: the results endpoint (app/services/batch_results.py) reads them before and after
+the end alike, so a cursor taken while the batch ran goes on after it, and together they hold
+what the files do."""
 
 from __future__ import annotations
 
 import hashlib
 import time
+import uuid
+from array import array
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.core.faults import fault_point
 from app.core.purposes import OUTPUT_PURPOSE
-from app.core.statuses import EXPIRABLE_BATCH_STATUSES, BatchStatus
+from app.core.statuses import EXPIRABLE_BATCH_STATUSES, BatchStatus, WebhookEventType
 from app.db.models import Batch, BatchShard, File
 from app.db.repositories.batches import BatchRepository, Claim
-from app.db.repositories.chunks import ChunkRepository
+from app.db.repositories.chunks import ChunkRepository, pack_line_nos
 from app.db.repositories.files import FileRepository
 from app.db.repositories.shards import ShardRepository
+from app.pipeline.chunk_lines import encode_line
 from app.pipeline.jsonl import split_lines
 from app.pipeline.lines import CANCELLED_MESSAGE, EXPIRED_MESSAGE, custom_id_of, dumps, error_line
+from app.services.batch_results import OUTPUT_TTL_SECONDS
 from app.services.webhook_outbox import enqueue_batch_event
 from app.storage.base import BlobWriter
-from app.worker.chunks import FinishedLine, finished_shards
+from app.worker.chunks import BLOB_PREFIX, FinishedLine, finished_shards
 from app.worker.context import WorkerContext
 
-OUTPUT_TTL_SECONDS = 30 * 24 * 3600
+# The shard number of the chunk of the lines that never ran (written once the batch has ended)
+NEVER_RAN_SHARD = -1
 # terminal status -> (statuses it may come from, code and message for lines that never ran)
 ENDINGS: dict[BatchStatus, tuple[tuple[BatchStatus, ...], str, str]] = {
     BatchStatus.COMPLETED: ((BatchStatus.FINALIZING,), "request_timeout", "The request did not finish."),
@@ -46,14 +56,24 @@ def result_file_id(batch_id: str, kind: str) -> str:
 class _Assembled:
     output: BlobWriter
     errors: BlobWriter
-    unexecuted: int = 0
+    # The lines that never ran, as one more checkpoint chunk
+    never_ran: BlobWriter
+    never_ran_blob: str
+    never_ran_ids: array = field(default_factory=lambda: array("I"))
+
+    @property
+    def unexecuted(self) -> int:
+        return len(self.never_ran_ids)
 
 
 async def _assemble(ctx: WorkerContext, batch: Batch, code: str, message: str) -> _Assembled:
     # Named up front: on S3 each file streams straight to its final key (no copy at commit).
+    never_ran_blob = f"{BLOB_PREFIX}{uuid.uuid4().hex}"
     out = _Assembled(
         ctx.store.new_writer(batch.project, result_file_id(batch.id, "output")),
         ctx.store.new_writer(batch.project, result_file_id(batch.id, "error")),
+        ctx.store.new_writer(batch.project, never_ran_blob),
+        never_ran_blob=never_ran_blob,
     )
     try:
         async with ctx.db.read() as session:
@@ -74,6 +94,7 @@ async def _assemble(ctx: WorkerContext, batch: Batch, code: str, message: str) -
     except BaseException:
         await out.output.discard()
         await out.errors.discard()
+        await out.never_ran.discard()
         raise
     return out
 
@@ -100,9 +121,12 @@ async def _merge_with_input(
             writer = out.output if row.ok else out.errors
             writer.write(row.line + b"\n")
         else:
-            out.unexecuted += 1
+            line = dumps(error_line(custom_id_of(raw), code, message)).encode()
+            out.never_ran_ids.append(line_no)
+            out.never_ran.write(encode_line(line_no, False, line))
+            await out.never_ran.drain()
             writer = out.errors
-            writer.write(dumps(error_line(custom_id_of(raw), code, message)).encode() + b"\n")
+            writer.write(line + b"\n")
         await writer.drain()
 
 
@@ -132,6 +156,7 @@ async def finalize(ctx: WorkerContext, claim: Claim, batch: Batch, ending: Batch
     now = int(time.time())
     files: list[File] = []
     unexecuted = 0
+    never_ran: tuple[str, array] | None = None  # the chunk of the lines that never ran
     if batch.in_progress_at is not None:  # never validated: no lines ran, no files
         assembled = await _assemble(ctx, batch, code, message)
         unexecuted = assembled.unexecuted
@@ -139,9 +164,13 @@ async def finalize(ctx: WorkerContext, claim: Claim, batch: Batch, ending: Batch
             file = await _commit_file(ctx, batch, writer, kind, now)
             if file is not None:
                 files.append(file)
+        if unexecuted:
+            await ctx.store.commit(assembled.never_ran, batch.project, assembled.never_ran_blob)
+            never_ran = assembled.never_ran_blob, assembled.never_ran_ids
+        else:
+            await assembled.never_ran.discard()
     await fault_point("finalizing", ctx.data_dir)
     by_kind = {f.filename.rsplit("_", 1)[1].removesuffix(".jsonl"): f.id for f in files}
-    chunk_blobs: list[str] = []
     async with ctx.db.write() as session:
         moved = await BatchRepository(session).transition(
             claim,
@@ -155,13 +184,15 @@ async def finalize(ctx: WorkerContext, claim: Claim, batch: Batch, ending: Batch
             total=batch.total or batch.completed + batch.failed + unexecuted,
         )
         if moved:
-            await enqueue_batch_event(session, batch.id, batch.project, f"batch.{ending}")
+            await enqueue_batch_event(session, batch.id, batch.project, WebhookEventType.of_ending(ending))
             file_repo = FileRepository(session)
             for file in files:
                 await file_repo.add(file)
-            chunk_blobs = await ChunkRepository(session).delete_of_batch(batch.id)
-    # After the commit: the files hold the lines now. A crash before this leaves orphan blobs,
-    # which the blob sweep removes (app/services/blob_reconcile.py).
-    for blob_id in chunk_blobs:
-        await ctx.store.delete(batch.project, blob_id)
+            if never_ran is not None:  # after the batch row's update, as every chunk (ids in commit order)
+                blob_id, line_nos = never_ran
+                await ChunkRepository(session).add(
+                    batch.id, NEVER_RAN_SHARD, blob_id, pack_line_nos(line_nos), unexecuted
+                )
+    if not moved and never_ran is not None:
+        await ctx.store.delete(batch.project, never_ran[0])
     return moved

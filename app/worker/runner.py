@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import Counter
 from contextlib import suppress
 
 from app.core.metrics import record_lease_takeover
+from app.core.worker_port import GateLoad, QueueSnapshot
 from app.db.repositories.batches import BatchRepository, Claim
 from app.db.repositories.queue import QueueRepository
 from app.db.repositories.shards import ShardClaim, ShardRepository
+from app.scheduling.admission import ShardHere, Slots, shard_slots
 from app.worker.batch_run import BatchRun
 from app.worker.context import WorkerContext
 from app.worker.shard_run import ShardRun
@@ -26,17 +27,6 @@ log = logging.getLogger("batchd.worker")
 # Batches created through this replica wake the worker at once; the poll picks up work from
 # other replicas (their batches and shards, expired leases), so it need not be fast.
 IDLE_POLL_SECONDS = 1.0
-# A replica runs at most this many shards of one batch at once: two keep the engine busy
-# while one shard drains its last lines, and leave the rest of the batch to other replicas.
-SHARDS_PER_BATCH = 2
-# A batch that goes ahead of others here (at risk, or due before another batch of its project
-# running here) may run this many: the gates give it every slot they can, which its lines can
-# fill only if it always has some waiting while some of its shards drain their last lines.
-SHARDS_PER_URGENT_BATCH = 4
-# Past max_running_shards a project may still start shards until it runs this many here: with
-# two, one starts while the other ends, so the project never leaves the engine gate's queue
-# (a project that does loses its turn to the others).
-SHARDS_PER_PROJECT = 2
 
 
 class Worker:
@@ -45,9 +35,11 @@ class Worker:
         self._wake = asyncio.Event()
         # batch id -> its run and the task driving it (one-replica steps)
         self._batches: dict[str, tuple[BatchRun, asyncio.Task]] = {}
-        # shard id -> its run and task, and its batch's project
+        # shard id -> its run and task, and what admission needs to know of it
         self._shards: dict[int, tuple[ShardRun, asyncio.Task]] = {}
-        self._shard_projects: dict[int, tuple[str, int]] = {}  # shard id -> (project, deadline)
+        self._here: dict[int, ShardHere] = {}
+        # (model, project) -> when its last shard here ended: who has waited longest goes first
+        self._waited_since: dict[tuple[str | None, str], float] = {}
         self._retry_at: dict[str, float] = {}
         self._loop_task: asyncio.Task | None = None
         self._schedule_task: asyncio.Task | None = None
@@ -60,6 +52,16 @@ class Worker:
         for run, _ in list(self._shards.values()):
             if run.claim.batch_id == batch_id:
                 run.check_now()
+
+    # WorkerPort (app/core/worker_port.py): what the API may ask
+    def queue_snapshot(self) -> QueueSnapshot:
+        schedule, gates = self.ctx.schedule, self.ctx.gates
+        loads = {model: load for model in gates if (load := self.gate_load(model)) is not None}
+        return QueueSnapshot(schedule.rates(), schedule.at_risk_ids, schedule.weights(), loads)
+
+    def gate_load(self, model: str) -> GateLoad | None:
+        gate = self.ctx.gates.get(model)
+        return None if gate is None else GateLoad(*gate.load(), gate.capacity)
 
     def start(self) -> None:
         self._loop_task = asyncio.create_task(self._loop())
@@ -88,76 +90,78 @@ class Worker:
         self._retry_at = {batch_id: at for batch_id, at in self._retry_at.items() if at > now}
         return list(self._retry_at)
 
-    async def _claim_batch(self) -> Claim | None:
+    async def _claim_batch(self, idle_projects_only: bool) -> Claim | None:
         async with self.ctx.db.write() as session:
             claim = await BatchRepository(session).claim(
-                self.ctx.owner, time.time(), self.ctx.settings.lease_seconds, [*self._batches, *self._backing_off()]
+                self.ctx.owner,
+                time.time(),
+                self.ctx.settings.lease_seconds,
+                [*self._batches, *self._backing_off()],
+                idle_projects_only,
             )
         if claim is not None and claim.taken_over:
             record_lease_takeover()
         return claim
 
-    async def _claim_shard(self, over_limit: bool) -> ShardClaim | None:
-        """The next shard in fair-share order (Schedule.claim_order), at most SHARDS_PER_BATCH of
-        one batch here (batches share the engine, replicas share a batch; an urgent batch
-        SHARDS_PER_URGENT_BATCH) unless it is a shard another replica gave back or abandoned, so
-        it resumes at once. `over_limit`: this replica already runs its max_running_shards, so
-        only a shard that goes ahead of what runs here may start, at once, rather than after some
-        other shard ends: of a project that runs fewer than SHARDS_PER_PROJECT here, or of an
-        urgent batch that runs fewer than that here."""
-        running = Counter(run.claim.batch_id for run, _ in self._shards.values())
-        projects_here = Counter(project for project, _ in self._shard_projects.values())
-        latest_here: dict[str, int] = {}  # the latest deadline among each project's shards here
-        for project, deadline in self._shard_projects.values():
-            latest_here[project] = max(deadline, latest_here.get(project, deadline))
-        schedule = self.ctx.schedule
+    def _slots(self, model: str | None) -> Slots:
+        window = self.ctx.window(model) if model is not None else 1
+        return shard_slots(self.ctx.settings.max_running_shards, window)
+
+    async def _claim_shard(self) -> ShardClaim | None:
+        """The next shard by app.scheduling.admission (fair share per model, shard slots sized by
+        each engine), after telling the shard it replaces, if any, to give way."""
         now = time.time()
         async with self.ctx.db.read() as session:
             queue = QueueRepository(session)
             candidates = await queue.claimable(now, self._backing_off())
-            shards_running = await queue.running_shards(now)
-        for candidate in schedule.claim_order(candidates, shards_running):
-            urgent = schedule.at_risk(candidate.batch_id) or candidate.expires_at < latest_here.get(
-                candidate.project, candidate.expires_at
-            )
-            limit = SHARDS_PER_URGENT_BATCH if urgent else SHARDS_PER_BATCH
-            at_limit = running[candidate.batch_id] >= limit
-            if at_limit and not candidate.resumed:
-                continue
-            ahead = projects_here[candidate.project] < SHARDS_PER_PROJECT or (
-                urgent and running[candidate.batch_id] < SHARDS_PER_PROJECT
-            )
-            if over_limit and not ahead:
-                continue
+            running = await queue.running_shards(now)
+        while candidates:
+            here = list(self._here.values())
+            pick = self.ctx.schedule.next_pick(candidates, here, running, self._slots, self._waited_since)
+            if pick is None:
+                return None
+            candidate = pick.candidate
             async with self.ctx.db.write() as session:
                 claim = await ShardRepository(session).claim(
                     self.ctx.owner,
                     time.time(),
                     self.ctx.settings.lease_seconds,
-                    resumed_only=at_limit,
+                    resumed_only=pick.resumed_only,
                     batch_id=candidate.batch_id,
                 )
-            if claim is not None:
-                if claim.taken_over:
-                    record_lease_takeover()
-                    log.info("took over %s shard %d from an expired lease", claim.batch_id, claim.shard_no)
-                self._shard_projects[claim.shard_id] = (candidate.project, candidate.expires_at)
-                return claim
+            if claim is None:
+                candidates = [c for c in candidates if c.batch_id != candidate.batch_id]
+                continue
+            if claim.taken_over:
+                record_lease_takeover()
+                log.info("took over %s shard %d from an expired lease", claim.batch_id, claim.shard_no)
+            if pick.replaces is not None and pick.replaces in self._shards:
+                log.info("%s shard %d gives way to project %s", *self._describe(pick.replaces), candidate.project)
+                self._shards[pick.replaces][0].give_way()
+            self._here[claim.shard_id] = ShardHere(
+                claim.shard_id, candidate.project, claim.batch_id, candidate.model, candidate.expires_at, time.time()
+            )
+            return claim
         return None
+
+    def _describe(self, shard_id: int) -> tuple[str, int]:
+        run = self._shards[shard_id][0]
+        return run.claim.batch_id, run.claim.shard_no
 
     async def _loop(self) -> None:
         settings = self.ctx.settings
         while True:
             try:
-                while len(self._batches) < settings.max_concurrent_batches:
-                    claim = await self._claim_batch()
+                # Past max_concurrent_batches, only a project with no step running anywhere starts
+                # one: one team's ten large files do not hold the others' small ones back.
+                while len(self._batches) < 2 * settings.max_concurrent_batches:
+                    claim = await self._claim_batch(len(self._batches) >= settings.max_concurrent_batches)
                     if claim is None:
                         break
                     run = BatchRun(self.ctx, claim)
                     self._batches[claim.batch_id] = (run, asyncio.create_task(self._run(run, claim.batch_id)))
-                # Past max_running_shards only shards that go ahead of those running (_claim_shard).
-                while len(self._shards) < 2 * settings.max_running_shards:
-                    shard = await self._claim_shard(over_limit=len(self._shards) >= settings.max_running_shards)
+                while True:
+                    shard = await self._claim_shard()
                     if shard is None:
                         break
                     shard_run = ShardRun(self.ctx, shard)
@@ -184,7 +188,9 @@ class Worker:
         finally:
             if isinstance(run, ShardRun):
                 self._shards.pop(run.claim.shard_id, None)
-                self._shard_projects.pop(run.claim.shard_id, None)
+                shard = self._here.pop(run.claim.shard_id, None)
+                if shard is not None:
+                    self._waited_since[(shard.model, shard.project)] = time.time()
             else:
                 self._batches.pop(batch_id, None)
             self.wake()

@@ -1,8 +1,9 @@
 """This replica's view of fair share: project weights (re-read every few seconds, so `batchd
 projects set` reaches every replica within seconds), recent rates and at-risk batches, refreshed
-from the shared database about once a second. The engine gates ask it for weights and risk; the
-worker asks it which shard to claim next, so that across replicas every project with work runs
-shards in proportion to its weight and, within a project, earliest deadline first."""
+from the shared database about once a second. The engine gates ask it for weights and risk
+(app.scheduling.gate_order); the worker asks it which shard to claim next
+(app.scheduling.admission), so that across replicas every project with work on a model runs
+shards of it and, within a project, earliest deadline first."""
 
 from __future__ import annotations
 
@@ -10,12 +11,22 @@ import asyncio
 import logging
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from app.core import metrics
 from app.db.engine import Database
-from app.db.repositories.queue import Claimable, QueueRepository
-from app.services.fair_share import ProjectOutlook, RateMeter, at_risk_ids, local_weights, outlook
+from app.db.repositories.queue import QueueRepository
+from app.scheduling.admission import Pick, ShardHere, Slots, next_pick
+from app.scheduling.fair_share import (
+    ProjectOutlook,
+    RateMeter,
+    at_risk_ids,
+    behind_ids,
+    local_weights,
+    outlook,
+    small_batch_ids,
+)
+from app.scheduling.state import Claimable, RunningShard
 from app.services.projects import list_projects
 
 log = logging.getLogger("batchd.schedule")
@@ -25,21 +36,42 @@ WEIGHTS_TTL_SECONDS = 3.0
 
 
 class Schedule:
-    def __init__(self, db: Database, owner: str) -> None:
+    def __init__(
+        self,
+        db: Database,
+        owner: str,
+        at_risk_max_share: float,
+        shared: Callable[[str | None], bool] = lambda model: False,
+    ) -> None:
         self.db = db
         self.owner = owner  # this replica, as it appears in shard leases
+        self.at_risk_max_share = at_risk_max_share
+        self.shared = shared  # whether every replica sends a model's lines to one fleet
         self._weights: dict[str, float] = {}
         self._weights_at = -WEIGHTS_TTL_SECONDS
         self._meter = RateMeter()
         self._at_risk: frozenset[str] = frozenset()
-        self._local: dict[str, float] = {}
+        self._small: frozenset[str] = frozenset()
+        self._behind: frozenset[str] = frozenset()
+        self._local: dict[tuple[str | None, str], float] = {}
+        self._window_parts: dict[str | None, float] = {}
 
     # SharePolicy, for the engine gates
-    def weight(self, project: str) -> float:
-        """The project's weight in this replica's gates: its configured weight, adjusted for where
-        the projects' shards run (fair_share.local_weights), so its share is of the whole fleet,
-        wherever its lines run."""
-        return self._local.get(project) or self._weights.get(project, 1)
+    def weight(self, model: str, project: str) -> float:
+        """The project's weight in this replica's gate of `model`: its configured weight,
+        adjusted for where that model's shards run (fair_share.local_weights), so its share is
+        of the whole fleet, wherever its lines run."""
+        return self._local.get((model, project)) or self._weights.get(project, 1)
+
+    def window_part(self, model: str) -> float:
+        """The part of its window this replica's gate of `model` uses (fair_share.local_weights)."""
+        return self._window_parts.get(model, 1.0)
+
+    def small(self, batch_id: str) -> bool:
+        return batch_id in self._small
+
+    def waits_behind(self, batch_id: str) -> bool:
+        return batch_id in self._behind
 
     def at_risk(self, batch_id: str) -> bool:
         return batch_id in self._at_risk
@@ -71,15 +103,14 @@ class Schedule:
             queue = QueueRepository(session)
             batches = await queue.active()
             running = await queue.running_shards(now)
-        placement: dict[str, set[str]] = {}
-        for project, replica, _ in running:
-            placement.setdefault(project, set()).add(replica)
-        self._local = local_weights(self._weights, placement, self.owner)
+        self._local, self._window_parts = local_weights(self._weights, running, self.owner, shared=self.shared)
         self._meter.observe(now, batches)
         views = outlook(batches, self._weights, self._meter.rates(), now, self._at_risk)
         at_risk = at_risk_ids(views)
         self._log_changes(views, at_risk)
         self._at_risk = at_risk
+        self._small = small_batch_ids(views)
+        self._behind = behind_ids(views)
         counts: Counter[str] = Counter()
         for view in views:
             counts[view.model or ""] += sum(1 for b in view.batches if b.at_risk)
@@ -102,26 +133,24 @@ class Schedule:
         for batch_id in self._at_risk - at_risk:
             log.info("batch %s no longer at risk", batch_id)
 
-    def claim_order(self, candidates: Sequence[Claimable], running: Sequence[tuple[str, str, int]]) -> list[Claimable]:
-        """Candidates in the order to try them: at-risk batches first; then the project with the
-        fewest shards running on this replica for its weight (so every replica runs every project
-        and its gate can share it out), then fewest everywhere; within a project the earliest
-        deadline, then the oldest batch."""
-        here: Counter[str] = Counter()
-        everywhere: Counter[str] = Counter()
-        for project, replica, count in running:
-            everywhere[project] += count
-            if replica == self.owner:
-                here[project] += count
-
-        def key(c: Claimable) -> tuple:
-            weight = self._weights.get(c.project, 1)
-            return (
-                not self.at_risk(c.batch_id),
-                here[c.project] / weight,
-                everywhere[c.project] / weight,
-                c.expires_at,
-                c.seq,
-            )
-
-        return sorted(candidates, key=key)
+    def next_pick(
+        self,
+        candidates: Sequence[Claimable],
+        here: Sequence[ShardHere],
+        running: Sequence[RunningShard],
+        slots: Callable[[str | None], Slots],
+        waited_since: Mapping[tuple[str | None, str], float],
+    ) -> Pick | None:
+        """The next shard to claim here, and the shard to give back for it (admission.next_pick)."""
+        return next_pick(
+            candidates,
+            here,
+            running,
+            self._weights,
+            self._at_risk,
+            slots,
+            waited_since,
+            time.time(),
+            self.at_risk_max_share,
+            self.owner,
+        )

@@ -10,18 +10,20 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import suppress
 
+from app.core import tracing
 from app.core.endpoints import usage_kind
-from app.core.statuses import BatchStatus
+from app.core.statuses import BATCH_API_ANTHROPIC, BatchStatus, ShardStatus
 from app.db.models import Batch
 from app.db.repositories.batches import BatchRepository
 from app.db.repositories.shards import ShardClaim, ShardRepository
 from app.db.repositories.usage import UsageKey
+from app.engine.protocol import LineRunner
 from app.pipeline.executor import LineExecutor
 from app.pipeline.fair_gate import Ticket
 from app.pipeline.jsonl import split_lines
 from app.pipeline.lines import InputLine, parse_input_line
 from app.pipeline.ordering import grouped_by_prefix
-from app.pipeline.priority import deadline_priority
+from app.services.model_permissions import runner_for
 from app.worker.checkpoint import Checkpoint
 from app.worker.context import WorkerContext
 from app.worker.leases import holding_lease
@@ -41,6 +43,7 @@ class ShardRun:
         self.ctx = ctx
         self.claim = claim
         self._check_now = asyncio.Event()
+        self._give_way = asyncio.Event()
 
     @property
     def what(self) -> str:
@@ -49,6 +52,11 @@ class ShardRun:
     def check_now(self) -> None:
         """Re-read the batch's status now (a cancel arrived through this replica's API)."""
         self._check_now.set()
+
+    def give_way(self) -> None:
+        """Start no more lines, let those in flight finish, checkpoint and give the shard back
+        (admission gave its place to a project with no shard here)."""
+        self._give_way.set()
 
     async def run(self) -> None:
         async with holding_lease(self._renew, self._release, self.ctx.settings.lease_seconds / 3, self.what):
@@ -80,41 +88,66 @@ class ShardRun:
             done = await ShardRepository(session).finished_line_numbers(self.claim)
         if batch is None or batch.status != BatchStatus.IN_PROGRESS:
             return
+        claim = self.claim
+        with tracing.batch_span(
+            "batchd.shard",
+            batch.traceparent,
+            batch.id,
+            project=batch.project,
+            model=batch.model,
+            shard=claim.shard_no,
+            lines=claim.lines,
+            pending_lines=claim.lines - len(done),
+            retries=claim.fence - 1,  # earlier claims of this shard (drained, crashed, gave way)
+            taken_over=claim.taken_over,
+            replica=self.ctx.settings.replica_id,
+        ) as span:
+            outcome = await self._run_lines(batch, done)
+            tracing.set_attributes(span, outcome=outcome)
+
+    async def _run_lines(self, batch: Batch, done: set[int]) -> str:
+        """Run the lines not yet done; how it ended (done, stopped, or lines left to run again)."""
         model = batch.model
         assert model is not None, "validation names a running batch's model"
-        usage = UsageKey(batch.project, model, batch.id, usage_kind(batch.endpoint))
+        usage = UsageKey(batch.project, model, batch.id, usage_kind(batch.endpoint), batch.api_key_id)
         checkpoint = Checkpoint(self.ctx.db, self.ctx.store, batch.project, self.claim, usage)
         ticket = Ticket(batch.project, batch.id, float(batch.expires_at))
+        # A Message Batch's requests are checked as they run (an OpenAI batch's lines were at validation).
+        engine: LineRunner = self.ctx.registry
+        if batch.api == BATCH_API_ANTHROPIC:
+            engine = await runner_for(self.ctx.db, batch.project, engine)
         executor = LineExecutor(
-            self.ctx.registry,
+            engine,
             self.ctx.window(model),
-            self.ctx.gate(model),
+            lambda line_model: self.ctx.line_gate(line_model, model),
             ticket,
-            deadline_priority(batch.expires_at),
+            self.ctx.settings.allow_tenant_priority,
         )
         stop = asyncio.Event()
         monitor = asyncio.create_task(self._monitor(batch, checkpoint, stop))
         try:
-            finished = await executor.run(grouped_by_prefix(self._pending_lines(batch, done)), checkpoint.add, stop)
+            lines = grouped_by_prefix(self._pending_lines(batch, done))
+            finished = await executor.run(lines, checkpoint.add, stop, self._give_way)
         finally:
             monitor.cancel()
             with suppress(asyncio.CancelledError):
                 await monitor
             await checkpoint.flush()
         if not finished:
-            return
+            return "interrupted"
         async with self.ctx.db.read() as session:
             recorded = await ShardRepository(session).count_lines(self.claim)
         if recorded < self.claim.lines:
             # A line whose result was not recorded runs again when the shard is next claimed.
             log.warning("%s: %d of %d lines recorded; running the rest again", self.what, recorded, self.claim.lines)
-            return
+            return "unrecorded lines"
         now = time.time()
         async with self.ctx.db.write() as session:
             await ShardRepository(session).mark_done(self.claim, now)
         async with self.ctx.db.write() as session:
             if await BatchRepository(session).finish_running(batch.id, int(now)):
                 log.info("batch %s: every shard done; finalizing", batch.id)
+        return ShardStatus.DONE
 
     async def _monitor(self, batch: Batch, checkpoint: Checkpoint, stop: asyncio.Event) -> None:
         """Flush finished lines and stop the run when the batch is cancelled or expires."""

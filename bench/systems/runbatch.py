@@ -4,13 +4,12 @@ like the peer (``-i/-o/--model/--served-model-name/--dtype/--max-model-len``) pl
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 from bench.engine import engine_env
 from bench.outputs import scan_results
-from bench.proc import run_logged
+from bench.proc import CommandFailed, output, run_logged
 from bench.result import SystemRun
 from bench.systems.base import RunSpec
 
@@ -30,11 +29,11 @@ class RunBatchSystem:
     def unavailable_reason(self) -> str | None:
         if not BATCHD.exists():
             return f"{BATCHD} not found"
-        probe = subprocess.run([str(BATCHD), "run-batch", "--help"], capture_output=True, text=True, timeout=120)
-        if probe.returncode != 0:
+        try:
+            output([str(BATCHD), "run-batch", "--help"])
+        except CommandFailed as exc:
             return (
-                "`batchd run-batch` is not available on this install: "
-                + (probe.stderr.strip().splitlines() or ["?"])[-1]
+                "`batchd run-batch` is not available on this install: " + (exc.stderr.strip().splitlines() or ["?"])[-1]
             )
         return None
 

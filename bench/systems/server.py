@@ -88,7 +88,11 @@ def _run_batch(client: openai.OpenAI, path: Path, endpoint: str, prefix: Path, t
     with path.open("rb") as fh:
         file = client.files.create(file=(path.name, fh), purpose="batch")
     stamps["created"] = time.time()
-    batch = client.batches.create(input_file_id=file.id, endpoint=endpoint, completion_window="24h")
+    batch = client.batches.create(
+        input_file_id=file.id,
+        endpoint=endpoint,  # type: ignore[arg-type]  # the client's Literal of OpenAI's endpoints
+        completion_window="24h",
+    )
     batch = wait_for_batch(client, batch.id, timeout=timeout, interval=_poll_interval)
     stamps["completed"] = time.time()
     files = []

@@ -72,6 +72,7 @@ def _rejected_a_second_later(clients) -> None:
     assert all(_rejected(c) for c in clients), "a revoked key still works a second later"
 
 
+@pytest.mark.slow
 def test_keys_list_and_revoke_take_effect_on_every_replica_within_a_second(start_server):
     # Two replicas over one database (and one data dir, so one keyed-hash secret).
     first = start_server({"BATCHD_LOG_LEVEL": "debug"})

@@ -229,14 +229,20 @@ def test_expires_after_is_honoured_and_expired_files_are_swept(client, server):
 def test_deleted_file_records_are_purged_after_the_grace_period(client, server):
     """The shared server keeps tombstones for a week; ageing one past that makes the sweep drop it,
     while a recent one stays (so a deleted id still works as a cursor)."""
-    old, recent = (client.files.create(file=(f"{n}.txt", b"x"), purpose="user_data") for n in ("old", "recent"))
+    kept, old, recent = (
+        client.files.create(file=(f"{n}.txt", b"x"), purpose="user_data") for n in ("kept", "old", "recent")
+    )
     client.files.delete(old.id)
     client.files.delete(recent.id)
     db.execute(server, "UPDATE files SET deleted_at = :t WHERE id = :id", t=int(time.time()) - 8 * 24 * 3600, id=old.id)
     purged = "SELECT count(*) FROM files WHERE id = :id"
     wait_until(lambda: db.execute(server, purged, id=old.id) == [(0,)], 10, "the old tombstone purged")
     assert db.execute(server, "SELECT deleted_at IS NOT NULL FROM files WHERE id = :id", id=recent.id) == [(True,)]
-    assert client.files.list(after=recent.id).data is not None  # still a valid cursor
+    # The recent tombstone is still a cursor (the page after it starts at the file made before
+    # the two); the purged one no longer is.
+    assert [f.id for f in client.files.list(after=recent.id, limit=1).data] == [kept.id]
+    with pytest.raises(openai.NotFoundError):
+        client.files.list(after=old.id)
 
 
 def test_async_client_round_trip(server):

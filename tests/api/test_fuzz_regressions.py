@@ -143,3 +143,13 @@ def test_a_custom_id_the_documented_pattern_refuses_is_refused(server, custom_id
     body = response.json()
     assert body["type"] == "error" and body["error"]["type"] == "invalid_request_error"
     assert "requests.0.custom_id" in body["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("query", "param"),
+    [({"metadata[a\x00b]": "x"}, "metadata"), ({"metadata[a]": "x\x00"}, "metadata"), ({"model": "m\x00"}, "model")],
+)
+def test_a_nul_byte_in_a_batch_list_filter_is_400_not_500(server, query, param):
+    """Postgres stores no NUL byte in text: the filter was handed to it and failed as a 500."""
+    response = httpx.get(f"{server.base_url}/batches", headers=AUTH, params=query)
+    assert _assert_envelope(response, 400)["param"] == param

@@ -32,8 +32,13 @@ def test_token_is_required_when_configured(metrics_server):
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
 
 
-def test_open_by_default(server):
-    assert "batchd_http_requests_total" in httpx.get(server.base_url.removesuffix("/v1") + "/metrics").text
+def test_open_by_default(server, client):
+    """Without BATCHD_METRICS_TOKEN a scrape with no credentials is answered, with live counts."""
+    labels = {"method": "GET", "route": "/v1/files", "status": "200"}
+    before = value(scrape(server), "batchd_http_requests_total", **labels)
+    client.files.list()
+    client.files.list()
+    assert value(scrape(server), "batchd_http_requests_total", **labels) - before == 2
 
 
 def test_requests_uploads_batches_and_takeovers(metrics_server):

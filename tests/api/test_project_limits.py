@@ -4,7 +4,6 @@ capped with a 413, and file names that cannot split headers or reach the filesys
 from __future__ import annotations
 
 import json
-import time
 from email.message import Message
 
 import httpx
@@ -49,17 +48,6 @@ def test_stored_bytes_limit_is_429_and_stores_nothing(limited):
     assert client.files.create(file=("five.jsonl", b"{}\n" * 1700), purpose="batch").bytes == 5100
 
 
-def _as_if_running_elsewhere(server, batch_id: str) -> None:
-    """Another replica holds the batch, running: this server's worker leaves it alone."""
-    db.execute(
-        server,
-        "UPDATE batches SET status = 'in_progress', lease_owner = 'elsewhere', "
-        "lease_expires_at = :far, fence = fence + 1 WHERE id = :id",
-        far=time.time() + 3600,
-        id=batch_id,
-    )
-
-
 def test_active_batch_limit_is_429_until_one_ends(limited):
     client = _client(limited, "key-list")
     file = client.files.create(file=("in.jsonl", b"{}\n"), purpose="batch")
@@ -69,7 +57,7 @@ def test_active_batch_limit_is_429_until_one_ends(limited):
 
     running = [create().id, create().id]
     for batch_id in running:
-        _as_if_running_elsewhere(limited, batch_id)
+        db.hold_elsewhere(limited, batch_id)
     with pytest.raises(openai.RateLimitError) as info:
         create()
     assert info.value.body["code"] == "rate_limit_exceeded"

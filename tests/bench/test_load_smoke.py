@@ -1,12 +1,12 @@
-"""The load harness (bench/load) in small: 5 clients for 10 s against the shared model server,
+"""The load test's clients (bench/workloads/load) in small: 5 clients for 10 s against the shared model server,
 so it cannot rot. No latency target here; zero errors and nothing lost are required."""
 
 from __future__ import annotations
 
 import asyncio
 
-from bench.load.harness import LoadConfig, percentiles, run_load
-from bench.load.verify import verify
+from bench.workloads.load.clients import LoadConfig, percentiles, run_load
+from bench.workloads.load.verify import verify
 
 
 def test_load_harness_smoke(model_server):

@@ -4,9 +4,9 @@ hidden, and the running order rotates between rounds."""
 from __future__ import annotations
 
 from bench import compare
-from bench.harness import _rotated
-from bench.report import markdown
 from bench.result import SystemRun, median_run
+from bench.workload import rotated
+from bench.workloads.side_by_side_report import markdown
 
 
 def _run(processing_s: float | None, error: str | None = None) -> SystemRun:
@@ -34,13 +34,14 @@ def test_single_round_carries_no_round_list():
 
 def test_order_rotates_each_round():
     names = ["limit", "peer", "runbatch", "server"]
-    assert [_rotated(names, r)[0] for r in range(5)] == ["limit", "peer", "runbatch", "server", "limit"]
-    assert sorted(_rotated(names, 3)) == sorted(names)
+    assert [rotated(names, r)[0] for r in range(5)] == ["limit", "peer", "runbatch", "server", "limit"]
+    assert sorted(rotated(names, 3)) == sorted(names)
+    assert [rotated(("batchd", "bare"), r) for r in range(2)] == [["batchd", "bare"], ["bare", "batchd"]]
 
 
 def _report(systems: dict) -> dict:
     return {
-        "workload": {"id": "W1", "title": "t", "description": "d"},
+        "workload": {"id": "W1", "slug": "W1-chat", "title": "t", "description": "d"},
         "date": "2026-11-23",
         "scale": 1,
         "seed": 0,

@@ -12,6 +12,7 @@ import openai
 import psutil
 import pytest
 
+from app.core.statuses import EngineState
 from harness.client import openai_client
 from tests.support import db
 from tests.support.batches import (
@@ -214,8 +215,10 @@ def test_expiry_stops_the_batch_and_keeps_finished_lines(model_client):
 def test_concurrent_batches_of_two_projects_share_the_engine(model_server, model_client):
     # The unit of fairness is the project (within one, the earliest deadline goes first).
     other = openai_client(model_server.base_url, "key-b")
-    first = create(model_client, _long_lines(150, "first"))
-    second = create(other, _long_lines(150, "second"))
+    # A few seconds of work each, not one: the first is surely still running when the second
+    # starts, even when validating and claiming the second is slow.
+    first = create(model_client, _long_lines(400, "first"))
+    second = create(other, _long_lines(400, "second"))
     # Measure from the moment both batches are running (the second may start late on a busy
     # machine): from then on the second gets a fair share, it does not wait for the first.
     started = wait_for(other, second.id, until=lambda b: b.request_counts.completed >= 1)
@@ -230,14 +233,25 @@ def test_concurrent_batches_of_two_projects_share_the_engine(model_server, model
     assert first_gain > 0, (first_at_start, first_gain, second_gain)
     assert second_gain >= first_gain // 2 - min(16, first_gain // 4), (first_at_start, first_gain, second_gain)
     done = [first_done, wait_for(other, second.id)]
-    assert [b.request_counts.completed for b in done] == [150, 150], [
+    assert [b.request_counts.completed for b in done] == [400, 400], [
         read_lines(client, b.error_file_id)[:2] for client, b in zip((model_client, other), done, strict=True)
     ]
 
 
 def test_models_and_health(model_server, model_client):
-    assert [m.id for m in model_client.models.list()] == [CHAT_MODEL, EMBED_MODEL]
-    assert httpx.get(model_server.base_url.replace("/v1", "/health")).status_code == 200
+    """Both engines are listed as ready, with room for lines, and /health says ok (with no
+    upstreams: both run in-process); an unknown model is a 404."""
+    models = model_client.models.list().data
+    assert [(m.id, m.owned_by, m.engine_state) for m in models] == [
+        (CHAT_MODEL, "batchd", EngineState.READY),
+        (EMBED_MODEL, "batchd", EngineState.READY),
+    ]
+    assert all(m.max_lines_in_flight > 0 for m in models), models
+    assert model_client.models.retrieve(CHAT_MODEL).id == CHAT_MODEL
+    with pytest.raises(openai.NotFoundError):
+        model_client.models.retrieve("no-such-model")
+    health = httpx.get(model_server.base_url.replace("/v1", "/health"))
+    assert (health.status_code, set(health.json()), health.json()["status"]) == (200, {"status", "replica"}, "ok")
 
 
 def test_engine_processes_run_on_jemalloc(model_server):

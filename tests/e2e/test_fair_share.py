@@ -19,7 +19,7 @@ from harness.tenancy import TenancyCluster, busy_fraction, in_flight, shares, sp
 from tests.support.batches import read_lines
 
 PROJECTS = ("team-a", "team-b", "team-c", "team-d", "team-e")
-SHORT_WINDOW = "10s"
+SHORT_WINDOW = "20s"
 
 
 def _cluster(tmp_path_factory, storage_env, replicas: int):
@@ -68,9 +68,9 @@ def test_three_projects_share_the_fleet_and_a_small_batch_is_not_stuck_behind(cl
     b_file = cluster.upload("team-b", "b0", 600, replica=1)
     c_file = cluster.upload("team-c", "c0", 30)
     a_batches = [cluster.create("team-a", f, replica=n % 2).id for n, f in enumerate(a_files)]
-    wait_until(lambda: any(tag.startswith("team-a/") for *_, tag in cluster.log()), what="team-a running")
+    wait_until(lambda: any(r.tag.startswith("team-a/") for r in cluster.log()), what="team-a running")
     b_batch = cluster.create("team-b", b_file, replica=1).id
-    wait_until(lambda: any(tag.startswith("team-b/") for *_, tag in cluster.log()), what="team-b running")
+    wait_until(lambda: any(r.tag.startswith("team-b/") for r in cluster.log()), what="team-b running")
     c_client = cluster.client("team-c")
     created = time.monotonic()
     c_batch = cluster.create("team-c", c_file).id
@@ -96,7 +96,7 @@ def test_three_projects_share_the_fleet_and_a_small_batch_is_not_stuck_behind(cl
 def test_weights_two_to_one_and_the_change_reaches_every_replica(cluster):
     cluster.set_weight("team-d", 2)
     d_batch = cluster.create("team-d", cluster.upload("team-d", "d0", 2500)).id
-    wait_until(lambda: any(tag.startswith("team-d/") for *_, tag in cluster.log()), what="team-d running")
+    wait_until(lambda: any(r.tag.startswith("team-d/") for r in cluster.log()), what="team-d running")
     for replica in range(len(cluster.servers)):
         # The queue view shows the weight the replica's scheduler works with.
         client = cluster.client("team-d", replica)
@@ -109,7 +109,7 @@ def test_weights_two_to_one_and_the_change_reaches_every_replica(cluster):
     _finish(cluster, "team-e", [e_batch])
     _finish(cluster, "team-d", [d_batch])
 
-    log = [entry for entry in cluster.log() if entry[2].startswith(("team-d/", "team-e/"))]
+    log = [entry for entry in cluster.log() if entry.tag.startswith(("team-d/", "team-e/"))]
     e_start, e_end = span(log, "team-e/")
     share = shares(log, e_start + 1, e_end)  # from the second its lines reached the fleet, as above
     assert abs(share["team-d"] - 2 / 3) <= 0.10, share
@@ -136,11 +136,14 @@ def test_an_earlier_deadline_in_the_same_project_finishes_first(one_replica):
 
 
 def test_an_at_risk_batch_runs_ahead_of_fair_share(cluster):
-    """At half the fleet team-b's short-window batch would need all of its 10 s; at risk, it gets
-    most of the fleet and completes in time, while the queue view, /metrics and the log say so."""
-    a_batch = cluster.create("team-a", cluster.upload("team-a", "long", 1500)).id
-    wait_until(lambda: any(tag.startswith("team-a/long") for *_, tag in cluster.log()), what="team-a running")
-    b_file = cluster.upload("team-b", "urgent", 800)
+    """At half the fleet team-b's short-window batch would need all of its 20 s; at risk, it gets
+    most of the fleet and completes in time, while the queue view, /metrics and the log say so.
+    Most, not all: one project's lines may hold at most half of a model's slots ahead of fair
+    share (BATCHD_AT_RISK_MAX_SHARE), so team-b's ceiling is that half plus its fair half of the
+    rest, 75 % (about 14 s for its 1,600 lines), and team-a keeps running."""
+    a_batch = cluster.create("team-a", cluster.upload("team-a", "long", 2000)).id
+    wait_until(lambda: any(r.tag.startswith("team-a/long") for r in cluster.log()), what="team-a running")
+    b_file = cluster.upload("team-b", "urgent", 1600)
     seen: dict[str, bool] = {"queue": False, "metrics": False}
     done = threading.Event()
 
@@ -165,11 +168,12 @@ def test_an_at_risk_batch_runs_ahead_of_fair_share(cluster):
     finally:
         done.set()
         watcher.join()
-    assert b_done.status == "completed" and b_done.request_counts.completed == 800, b_done
+    assert b_done.status == "completed" and b_done.request_counts.completed == 1600, b_done
     log = cluster.log()
     b_start, b_end = span(log, "team-b/urgent")
-    share = shares([e for e in log if e[2].startswith(("team-a/long", "team-b/urgent"))], b_start, b_end)
-    assert share["team-b"] >= 0.65, share  # well past its fair half
+    share = shares([e for e in log if e.tag.startswith(("team-a/long", "team-b/urgent"))], b_start, b_end)
+    # Well past its fair half (it runs at half until its rate shows it at risk), not the whole fleet.
+    assert 0.55 <= share["team-b"] <= 0.85, share
     assert seen == {"queue": True, "metrics": True}
     assert any("at risk" in server.log() for server in cluster.servers)
     _finish(cluster, "team-a", [a_batch])

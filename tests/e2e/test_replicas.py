@@ -118,10 +118,9 @@ def _assert_complete(client: openai.OpenAI, batch, n: int, prefix: str) -> None:
     assert batch.usage.output_tokens == 4 * n
 
 
-def _checkpoint_rows(cluster: Cluster, batch_id: str) -> int:
-    return db.execute(cluster.replicas[NAMES[0]], "SELECT count(*) FROM batch_chunks WHERE batch_id = :b", b=batch_id)[
-        0
-    ][0]
+def _checkpointed_lines(cluster: Cluster, batch_id: str) -> int:
+    sql = "SELECT coalesce(sum(lines), 0) FROM batch_chunks WHERE batch_id = :b"
+    return db.execute(cluster.replicas[NAMES[0]], sql, b=batch_id)[0][0]
 
 
 def test_three_replicas_share_one_batch(cluster):
@@ -133,7 +132,8 @@ def test_three_replicas_share_one_batch(cluster):
     assert len(shards) == 6000 // SHARD_LINES and all(status == "done" for _, status, _, _, _ in shards)
     assert sum(lines for *_, lines in shards) == 6000
     assert {replica for _, _, _, replica, _ in shards} == set(NAMES)
-    assert _checkpoint_rows(cluster, batch.id) == 0  # a finalized batch keeps no checkpoint rows
+    # A finalized batch keeps its checkpoint chunks, each line once (GET .../results reads them)
+    assert _checkpointed_lines(cluster, batch.id) == 6000
 
 
 def test_cancel_through_one_replica_stops_every_replica(cluster):
@@ -160,7 +160,7 @@ def test_cancel_through_one_replica_stops_every_replica(cluster):
     assert set(output) | set(errors) == {f"cancel-{i}" for i in range(6000)}
     assert all(line["error"]["code"] == "batch_cancelled" for line in errors.values())
     assert all(line["response"]["status_code"] == 200 for line in output.values())
-    assert _checkpoint_rows(cluster, batch.id) == 0
+    assert _checkpointed_lines(cluster, batch.id) == 6000  # the lines that never ran are a chunk too
 
 
 def test_sigterm_drains_a_replica_and_others_take_its_shards_at_once(cluster):

@@ -1,6 +1,8 @@
 """Batch lines carry vLLM's ``priority`` to an upstream fleet when the model's ``upstream:``
-block says ``priority: true``: one value per batch, from its deadline, earlier deadlines
-lower and every one behind online traffic's 0. With it off no line carries one. A fleet that
+block says ``priority: true``: the same value for every batch that is not at risk (so the
+fleet serves them in the order batchd's fair gate admitted them, not by deadline across
+projects), behind online traffic's 0. With it off no line carries one, and a tenant's own
+``priority`` never reaches the fleet ahead of the batch range. A fleet that
 answers "Priority scheduling is not enabled" (older vLLM without --scheduling-policy
 priority) still gets every line, without the field, and ``/health`` and the log say so.
 
@@ -15,20 +17,28 @@ import httpx
 import openai
 import pytest
 
-from app.pipeline.priority import deadline_priority
+from app.scheduling.fair_share import SMALL_BATCH_LINES
+from app.scheduling.priority import AT_RISK_PRIORITY, BATCH_PRIORITY
 from harness.client import openai_client
 from harness.fake_fleet import FakeFleet, upstream_config
 from tests.conftest import API_KEYS_ENV
 from tests.support.batches import create, results_by_custom_id, wait_for
 
+TAG_KEYS = {"day": "key-a", "hour": "key-b", "pushy": "key-list"}
 
-def lines(model: str, tag: str, count: int) -> list[dict]:
+
+def lines(model: str, tag: str, count: int, **extra) -> list[dict]:
     return [
         {
             "custom_id": f"{tag}-{i}",
             "method": "POST",
             "url": "/v1/chat/completions",
-            "body": {"model": model, "messages": [{"role": "user", "content": f"{tag}-{i}"}], "max_tokens": 4},
+            "body": {
+                "model": model,
+                "messages": [{"role": "user", "content": f"{tag}-{i}"}],
+                "max_tokens": 4,
+                **extra,
+            },
         }
         for i in range(count)
     ]
@@ -73,20 +83,35 @@ def health(server) -> dict:
     return httpx.get(f"http://127.0.0.1:{server.port}/health", timeout=10).json()
 
 
-def test_every_line_carries_its_batchs_deadline_and_earlier_deadlines_go_lower(client, recording, priority_server):
-    run = time.monotonic_ns()
-    day = create(client, lines("prio", f"day{run}", 12), window="24h")
-    hour = create(client, lines("prio", f"hour{run}", 12), window="1h")
-    day, hour = wait_for(client, day.id), wait_for(client, hour.id)
-    assert (day.status, hour.status) == ("completed", "completed")
+def test_every_batch_line_carries_the_batch_priority_whatever_its_deadline(client, recording, priority_server):
+    # Three projects (within one, a 24h batch waits behind a 1h one at a priority of its own),
+    # and batches past SMALL_BATCH_LINES (a small batch goes ahead on credit, at the at-risk
+    # priority, once the scheduler has seen it: within a second, so only on a slow host).
+    run, count = time.monotonic_ns(), SMALL_BATCH_LINES + 20
+    clients = {tag: openai_client(priority_server.base_url, key) for tag, key in TAG_KEYS.items()}
+    day = create(clients["day"], lines("prio", f"day{run}", count), window="24h")
+    hour = create(clients["hour"], lines("prio", f"hour{run}", count), window="1h")
+    # A tenant naming its own priority gets the batch's, not its own.
+    pushy = create(clients["pushy"], lines("prio", f"pushy{run}", count, priority=-100))
+    done = [wait_for(clients[tag], batch.id) for tag, batch in (("day", day), ("hour", hour), ("pushy", pushy))]
+    assert [b.status for b in done] == ["completed"] * 3
 
     received = recording.priorities()
-    day_values = {received[f"day{run}-{i}"] for i in range(12)}
-    hour_values = {received[f"hour{run}-{i}"] for i in range(12)}
-    assert day_values == {deadline_priority(day.expires_at)}
-    assert hour_values == {deadline_priority(hour.expires_at)}
-    assert 0 < hour_values.pop() < day_values.pop()
+    for tag in ("day", "hour", "pushy"):
+        assert {received[f"{tag}{run}-{i}"] for i in range(count)} == {BATCH_PRIORITY}, tag
+    assert BATCH_PRIORITY > 0
     assert health(priority_server)["upstreams"]["prio"][recording.urls[0]]["priority"] == "on"
+
+
+def test_with_priority_off_a_tenants_own_priority_is_clamped_into_the_batch_range(client, recording):
+    run = time.monotonic_ns()
+    pushy = create(client, lines("plain", f"neg{run}", 6, priority=-100))
+    modest = create(client, lines("plain", f"pos{run}", 6, priority=5000))
+    assert wait_for(client, pushy.id).status == wait_for(client, modest.id).status == "completed"
+
+    received = recording.priorities()
+    assert [received[f"neg{run}-{i}"] for i in range(6)] == [AT_RISK_PRIORITY] * 6
+    assert [received[f"pos{run}-{i}"] for i in range(6)] == [5000] * 6
 
 
 def test_with_priority_off_no_line_carries_one(client, recording, priority_server):

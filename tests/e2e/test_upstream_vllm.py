@@ -1,7 +1,8 @@
 """Upstream engines in front of real `vllm serve` processes (the tiny chat model and MiniLM
 with the pooling runner): batchd starts no engine of its own, a chat batch and an embeddings
 batch complete through it, and each output body is what the upstream answers when called
-directly with the same request (ids and timestamps aside)."""
+directly with the same request (ids and timestamps aside). Both batchd and the chat upstream
+export traces to the session's OTLP receiver: vLLM's request spans join the batch's trace."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from tests.support.batches import (
     results_by_custom_id,
     wait_for,
 )
+from tests.support.otlp import check_batch_trace, shared_receiver
 
 # Fields that differ between two answers to the same request.
 VOLATILE = {"id", "created"}
@@ -36,8 +38,16 @@ VOLATILE = {"id", "created"}
 def _launch(work_dir: Path) -> list[VllmServer]:
     work_dir.mkdir(parents=True)
     chat_path = build_tiny_chat_model(work_dir / CHAT_MODEL)
+    # vLLM's own exporter speaks gRPC unless told otherwise.
+    tracing = ["--otlp-traces-endpoint", shared_receiver().traces_endpoint]
+    tracing_env = {
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+        "OTEL_SERVICE_NAME": "vllm",
+        "OTEL_BSP_SCHEDULE_DELAY": "100",
+    }
+    chat_flags = ["--max-num-seqs", "16", "--max-model-len", "2048", *tracing]
     return [
-        VllmServer(work_dir, chat_path, CHAT_MODEL, ["--max-num-seqs", "16", "--max-model-len", "2048"]).launch(),
+        VllmServer(work_dir, chat_path, CHAT_MODEL, chat_flags, env=tracing_env).launch(),
         VllmServer(work_dir, _minilm_path(), EMBED_MODEL, ["--runner", "pooling"]).launch(),
     ]
 
@@ -69,6 +79,9 @@ def batchd(start_server, vllm_servers):
             "BATCHD_API_KEYS": API_KEYS_ENV,
             "BATCHD_LOG_LEVEL": "info",
             "BATCHD_PROJECT_MAX_ENQUEUED_TOKENS": str(10**12),
+            # Every line gets a span, whose traceparent goes to the upstream.
+            "BATCHD_TRACE_LINE_SAMPLE": "1",
+            **shared_receiver().server_env(),
         },
         models=True,
         args=["--model", f"{CHAT_MODEL}={chat.url}", "--model", f"{EMBED_MODEL}={embed.url}"],
@@ -172,3 +185,26 @@ def test_message_batch_matches_the_upstreams_messages_api(client, vllm_servers):
         assert got["type"] == "succeeded"
         want = direct(vllm_servers[0].url, "/v1/messages", body)
         assert {k: v for k, v in got["message"].items() if k != "id"} == {k: v for k, v in want.items() if k != "id"}
+
+
+def test_a_batch_is_one_trace_that_the_upstreams_spans_join(batchd, client):
+    """One trace per batch: the create request, validation, shards, finalize, a span per line,
+    and under each line vLLM's own request span (batchd sent the line span's traceparent)."""
+    lines = [chat_line(f"t-{i}", f"Trace number {i}", max_tokens=4) for i in range(4)]
+    _, batch = run_through_batchd(client, lines, "/v1/chat/completions")
+    receiver = shared_receiver()
+    spans = receiver.batch_trace(batch.id)
+    by_name = check_batch_trace([s for s in spans if s.service == "batchd"], batch.id, "proj-a", CHAT_MODEL)
+    line_spans = by_name["batchd.line"]
+    assert sorted(s.attributes["batchd.custom_id"] for s in line_spans) == [f"t-{i}" for i in range(4)]
+    shard_ids = {s.span_id for s in by_name["batchd.shard"]}
+    assert all(s.parent_id in shard_ids for s in line_spans)
+    # vLLM exports its request span a moment after answering.
+    upstream = wait_until(
+        lambda: len(found := [s for s in receiver.trace(spans[0].trace_id) if s.service == "vllm"]) >= 4 and found,
+        timeout=30,
+        what="vLLM's request spans in the batch's trace",
+    )
+    assert sorted(s.parent_id for s in upstream) == sorted(s.span_id for s in line_spans)
+    # Log lines carry the trace id (the shard that ends the batch logs it at INFO).
+    assert f"trace={spans[0].trace_id} batch {batch.id}: every shard done" in batchd.log()

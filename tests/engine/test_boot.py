@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 
 import pytest
 
-from app.core.config import Settings
-from app.engine.boot import NoModels, start_registry, start_serving
+from app.engine.boot import NoModels, start_serving
 from app.engine.config.specs import ModelSpec
 from app.engine.config.upstream import UpstreamSpec
 from app.engine.errors import ModelConfigError
@@ -42,9 +43,23 @@ def test_no_models_refuses_a_line_the_same_way_at_validation_and_at_execution():
     }
 
 
+# Run in a fresh interpreter: this test process may have imported vLLM or started engines already.
+NO_MODELS_PROBE = """
+import asyncio, sys, psutil
+from app.core.config import Settings
+from app.engine.boot import start_registry
+engines = asyncio.run(start_registry(Settings(no_models=True, data_dir=sys.argv[1])))
+print(type(engines).__name__, sorted(m for m in ("vllm", "torch") if m in sys.modules), len(psutil.Process().children()))
+"""
+
+
 def test_no_models_setting_starts_no_engine(tmp_path):
-    engines = asyncio.run(start_registry(Settings(no_models=True, data_dir=tmp_path)))
-    assert isinstance(engines, NoModels)
+    """NoModels, and neither vLLM nor torch imported, nor any process started."""
+    probe = subprocess.run(
+        [sys.executable, "-c", NO_MODELS_PROBE, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.split() == ["NoModels", "[]", "0"], probe.stdout
 
 
 def test_served_names_must_be_unique_before_anything_starts():

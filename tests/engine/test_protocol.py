@@ -3,13 +3,17 @@ caller typed against the protocol never meets a missing or differently shaped me
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
+from pathlib import Path
 
 import pytest
 
 from app.engine.protocol import Engines, LineChecker, LineRunner
 
+APP = Path(__file__).resolve().parents[2] / "app"
+ENGINE_PACKAGE = APP / "engine"
 IMPLEMENTATIONS = [
     "app.engine.boot:NoModels",
     "app.engine.upstream.registry:UpstreamRegistry",
@@ -25,8 +29,54 @@ def protocol_members() -> dict[str, object]:
     return members
 
 
+def _uses_outside_engine() -> set[str]:
+    """Every attribute read in app/ outside app/engine on an engine object: a name annotated with
+    one of the protocols (`engine: LineRunner`, `registry: Engines`), or called `registry`."""
+    protocols = {"Engines", "LineRunner", "LineChecker"}
+    on_engines: set[str] = set()
+    for path in APP.rglob("*.py"):
+        if ENGINE_PACKAGE in path.parents:
+            continue
+        tree = ast.parse(path.read_text())
+        receivers = {"registry"}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.arg, ast.AnnAssign)):
+                annotation = node.annotation
+                target = node.arg if isinstance(node, ast.arg) else getattr(node.target, "id", None)
+                names = {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)} if annotation else set()
+                if target and names & protocols:
+                    receivers.add(target)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute):
+                value = node.value
+                receiver = value.id if isinstance(value, ast.Name) else getattr(value, "attr", None)
+                if receiver in receivers:
+                    on_engines.add(node.attr)
+    return on_engines
+
+
+def _public_members(path: str) -> set[str]:
+    """The public methods and attributes a class defines (read from its source: no vLLM import)."""
+    module, name = path.split(":")
+    tree = ast.parse((APP.parent / (module.replace(".", "/") + ".py")).read_text())
+    cls = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name)
+    found = set()
+    for node in cls.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.add(node.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            found.add(node.target.id)
+        elif isinstance(node, ast.Assign):
+            found.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return {n for n in found if not n.startswith("_")}
+
+
 def test_the_protocol_declares_what_callers_use():
-    assert set(protocol_members()) == {
+    """Every member is used by some caller outside app/engine (none is dead), and what callers
+    read on an engine object beyond the protocol is only `start` (called by whoever built the
+    concrete registry)."""
+    members = set(protocol_members())
+    assert members == {
         "ready",
         "model_cards",
         "engine_state",
@@ -40,6 +90,10 @@ def test_the_protocol_declares_what_callers_use():
         "abort",
         "shutdown",
     }
+    used = _uses_outside_engine()
+    assert members - used == set(), "protocol members no caller outside app/engine uses"
+    implemented = set().union(*(_public_members(path) for path in IMPLEMENTATIONS))
+    assert (used & implemented) - members <= {"start"}, "callers use engine members the protocol lacks"
 
 
 @pytest.mark.parametrize("path", IMPLEMENTATIONS)

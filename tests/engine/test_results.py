@@ -28,4 +28,8 @@ def test_usage_from_bodies():
     assert Usage.from_body("/v1/responses", responses) == Usage(4, 6, 1, 2)
     assert Usage.from_body("/v1/embeddings", embeddings) == Usage(9, 0, 0, 0)
     assert Usage.from_body("/v1/rerank", {"usage": {"prompt_tokens": 2}}).total_tokens == 2
+    # Speech to text reports seconds of audio (vLLM's `{"type": "duration", "seconds": n}`).
+    audio = {"text": "hi", "usage": {"type": "duration", "seconds": 12}}
+    assert Usage.from_body("/v1/audio/transcriptions", audio) == Usage(seconds=12)
+    assert Usage.from_body("/v1/audio/translations", audio).seconds == 12
     assert Usage.from_body("/v1/completions", {}) == Usage()

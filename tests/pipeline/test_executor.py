@@ -5,6 +5,7 @@ import time
 from dataclasses import dataclass, field
 
 from app.pipeline.executor import LineExecutor
+from app.pipeline.fair_gate import FairGate
 from app.pipeline.lines import InputLine
 
 
@@ -82,3 +83,32 @@ def test_stop_aborts_in_flight_requests_and_reports_unfinished():
     assert finished is False
     assert 10 <= len(outcomes) < 50
     assert engine.aborted  # the slow line (at least) was in flight and got aborted
+
+
+def test_lines_stopped_before_they_start_give_their_slots_back():
+    """A line spawned with a slot already held and cancelled before its first step never runs
+    its own release: the executor gives the slot back, so the gate is whole afterwards."""
+
+    class Slow:
+        async def execute(self, url, body, request_id, priority=0):
+            await asyncio.sleep(10)
+
+        async def abort(self, request_id):
+            return True
+
+    async def scenario() -> tuple[int, int]:
+        gate = FairGate(8)
+        stop = asyncio.Event()
+
+        async def lines():
+            for n in range(8):
+                yield InputLine(n, f"c{n}", "/v1/chat/completions", {"model": "m"})
+            stop.set()  # every line spawned, none has started yet
+
+        async def record(outcome):
+            raise AssertionError("no line may finish")
+
+        await LineExecutor(Slow(), 8, gate).run(lines(), record, stop)
+        return gate.load()
+
+    assert asyncio.run(scenario()) == (0, 0)

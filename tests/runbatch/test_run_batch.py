@@ -55,8 +55,28 @@ def _stable(value):
     return value
 
 
-# Read from stdin between the seeds' chat lines: a line that is not JSON and one without a body.
-MALFORMED = b"{this is not json\n" + jsonl([{"custom_id": "no-body", "method": "POST", "url": "/v1/chat/completions"}])
+def _bad(**changes) -> bytes:
+    """A chat line with `changes` (None: the key removed)."""
+    line = chat_line("bad")
+    line.update(changes)
+    return jsonl([{k: v for k, v in line.items() if v is not None}])
+
+
+# Lines that break the line contract (app/pipeline/lines.py), each with the code both the server
+# and run-batch give it. Read from stdin between the seeds' chat lines.
+BAD_LINES = [
+    (b"{this is not json\n", None, "invalid_json_line"),
+    (_bad(custom_id="no-body", body=None), "no-body", "missing_required_parameter"),
+    (b"[1, 2]\n", None, "invalid_json_line"),
+    (_bad(custom_id=None), None, "missing_required_parameter"),
+    (_bad(custom_id="get", method="GET"), "get", "invalid_request"),
+    (_bad(custom_id="moderations", url="/v1/moderations"), "moderations", "url_mismatch"),
+    (_bad(custom_id=7), 7, "invalid_request"),
+    (_bad(custom_id="text-body", body="Hello"), "text-body", "invalid_request"),
+    # Not JSON to either (the stdlib's json would have read it).
+    (_bad(custom_id="nan").replace(b'"temperature": 0', b'"temperature": NaN'), None, "invalid_json_line"),
+]
+MALFORMED = b"".join(raw for raw, _, _ in BAD_LINES)
 
 
 class _ObjectStore(BaseHTTPRequestHandler):
@@ -101,7 +121,7 @@ TOO_LONG = {
 @dataclass
 class SeedRuns:
     results: dict[str, dict]  # the seeds' lines: {custom_id: result line}
-    rejected: list[dict]  # the result lines of MALFORMED
+    rejected: list[dict]  # the result lines of MALFORMED, in input order
     chat_stderr: str
     put_attempts: int  # the embedding run's output PUTs (two 503s, then stored)
     staging: Path  # the embedding run's --output-tmp-dir
@@ -157,11 +177,10 @@ def seed_runs(head_starts) -> SeedRuns:
     assert embed.returncode == 0, embed.stderr[-3000:]
     assert "done: " in embed.stderr and _ObjectStore.stored is not None
     lines = [json.loads(raw) for raw in chat.stdout.splitlines() + _ObjectStore.stored.splitlines()]
-    rejected_ids = {None, "no-body"}
     work_dir = embed_run.work_dir.parent
     return SeedRuns(
-        results={line["custom_id"]: line for line in lines if line["custom_id"] not in rejected_ids},
-        rejected=[line for line in lines if line["custom_id"] in rejected_ids],
+        results={line["custom_id"]: line for line in lines if line["error"] is None},
+        rejected=[line for line in lines if line["error"] is not None],
         chat_stderr=chat.stderr,
         put_attempts=_ObjectStore.put_attempts,
         staging=work_dir / "staging",
@@ -188,13 +207,29 @@ def test_seed_files_run_and_match_the_server(seed_runs, model_client):
                 assert _stable(mine["response"]["body"]) == _stable(server_line["response"]["body"])
 
 
-def test_stdin_to_stdout_with_a_malformed_line(seed_runs):
-    by_id = {line["custom_id"]: line for line in seed_runs.rejected}
-    assert len(seed_runs.rejected) == 2
-    assert by_id[None]["error"]["code"] == "invalid_json_line" and by_id[None]["response"] is None
-    assert by_id["no-body"]["error"]["code"] == "missing_required_parameter"
-    chat_ok = len(_seed_inputs(CHAT_MODEL).splitlines())
-    assert f"done: {chat_ok + 2} lines (ok {chat_ok}, failed 2" in seed_runs.chat_stderr
+def test_stdin_to_stdout_with_malformed_lines(seed_runs):
+    """Each bad line gets its error line, in input order (written as it is read), its line number
+    in the message (after the first seed line: MALFORMED starts at line 2)."""
+    rejected = seed_runs.rejected
+    assert [(line["custom_id"], line["error"]["code"]) for line in rejected] == [(i, c) for _, i, c in BAD_LINES]
+    assert all(line["response"] is None for line in rejected)
+    assert [line["error"]["message"].split(":")[0] for line in rejected] == [
+        f"Line {n}" for n in range(2, len(BAD_LINES) + 2)
+    ]
+    chat_ok, bad = len(_seed_inputs(CHAT_MODEL).splitlines()), len(BAD_LINES)
+    assert f"done: {chat_ok + bad} lines (ok {chat_ok}, failed {bad}" in seed_runs.chat_stderr
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_the_server_refuses_the_same_bad_lines_with_the_same_codes(seed_runs, model_client):
+    """The file run-batch read on stdin, as a batch: validation fails it, one error per bad line,
+    each with the code run-batch gave that line (one line contract, app/pipeline/lines.py)."""
+    done = wait_for(model_client, create(model_client, MALFORMED).id, timeout=60)
+    assert done.status == "failed"
+    server = [(error.line, error.code) for error in done.errors.data]
+    run_batch = [line["error"]["code"] for line in seed_runs.rejected]
+    assert server == [(n, code) for n, (_, _, code) in enumerate(BAD_LINES, 1)]
+    assert run_batch == [code for _, code in server]
 
 
 def test_presigned_get_and_put_with_retries_and_an_error_file(seed_runs):
@@ -240,6 +275,6 @@ def test_resume_after_sigkill_writes_each_line_once_and_leaves_no_engine_behind(
     ids = [line["custom_id"] for line in lines if line["custom_id"] is not None]
     assert len(ids) == total and set(ids) == {f"r{i}" for i in range(total)}
     rejected = [line["error"]["message"] for line in lines if line["custom_id"] is None]
-    assert sorted(rejected) == sorted(f"Line {at + 1} is not parseable as valid JSON." for at in not_json)
+    assert sorted(rejected) == sorted(f"Line {at + 1}: This line is not parseable as valid JSON." for at in not_json)
     assert b"already done before --resume" in done.stderr
     assert not partial.exists()

@@ -3,6 +3,8 @@ assertions only."""
 
 from __future__ import annotations
 
+import time
+
 from app.storage.local import LocalBlobStore
 from app.storage.s3 import S3BlobStore
 from harness.db import database_url, execute  # noqa: F401 - the tests reach a server's database through this module
@@ -26,3 +28,14 @@ def has_blob(server: ServerProcess, project: str, file_id: str) -> bool:
         return store.blob_name(project, file_id) in blob_files(server)
     root = (server.data_dir / "blobs").resolve()
     return (root / LocalBlobStore(root).blob_name(project, file_id)).is_file()
+
+
+def hold_elsewhere(server: ServerProcess, batch_id: str) -> None:
+    """Mark the batch in_progress under another replica's live lease: this server's worker leaves it alone."""
+    execute(
+        server,
+        "UPDATE batches SET status = 'in_progress', lease_owner = 'elsewhere', "
+        "lease_expires_at = :far, fence = fence + 1 WHERE id = :id",
+        far=time.time() + 3600,
+        id=batch_id,
+    )

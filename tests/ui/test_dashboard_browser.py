@@ -17,7 +17,7 @@ from selenium.webdriver.support.ui import Select
 from harness.client import openai_client
 from harness.server import BATCHD
 from tests.support.batches import chat_line, create, wait_for
-from tests.ui.browser import eventually, missing_browser, start_chromium
+from tests.ui.browser import click_in_page, eventually, missing_browser, start_chromium, unexpected_errors
 
 # The page is the same whatever the database; one backend is enough for the browser (the API
 # under it is tested on both). Same param value as the shared fixture: its servers are reused.
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 
 KEY = "key-a"
 # With BATCHD_SCREENSHOT_DIR set, the finished batch's page is saved there as dashboard-batch.png
-# (the README's picture: BATCHD_SCREENSHOT_DIR=docs).
+# (the docs' dashboard picture: BATCHD_SCREENSHOT_DIR=docs).
 SCREENSHOT_DIR = os.environ.get("BATCHD_SCREENSHOT_DIR")
 
 
@@ -54,33 +54,9 @@ def browser(model_server, downloads):
     assert driver.execute_script("return sessionStorage.getItem('batchd.apiKey')") == KEY
     driver.ui = ui
     yield driver
-    severe = [
-        e
-        for e in driver.get_log("browser")
-        if e["level"] == "SEVERE"
-        and "Incorrect" not in e["message"]
-        and "status of 401" not in e["message"]
-        # The Usage page asked with a non-admin key, on purpose.
-        and not ("/organization/usage/" in e["message"] and "status of 403" in e["message"])
-    ]
+    severe = unexpected_errors(driver)
     driver.quit()
     assert not severe, severe
-
-
-# The click runs in a task of its own, after the script has returned: a click that opens a confirm
-# dialog would otherwise hold the script open. Find and click are one task, so no redraw comes between.
-_CLICK_IN_PAGE = """
-const css = arguments[0];
-if (!document.querySelector(css)) return false;
-setTimeout(() => document.querySelector(css)?.click(), 0);
-return true;
-"""
-
-
-def _click(browser, css: str) -> None:
-    """Clicks inside the page: list rows are redrawn every second, and on a loaded host a find and a
-    click sent as two WebDriver calls can lose to every redraw for 30 s."""
-    eventually(lambda: browser.execute_script(_CLICK_IN_PAGE, css), what=css)
 
 
 def _go(browser, fragment: str) -> None:
@@ -132,7 +108,7 @@ def _run_and_watch(browser, client, lines: int):
     assert batch.status == "validating"
     _go(browser, "/batches")
     on_list = _watch(browser, _row_state, batch.id, lambda status, done: status == "completed" or done > 0)
-    _click(browser, f'a[href="#/batch/{batch.id}"]')
+    click_in_page(browser, f'a[href="#/batch/{batch.id}"]')
     on_page = _watch(browser, _page_state, batch.id, lambda status, done: status == "completed")
     return batch, on_list + on_page
 
@@ -156,7 +132,7 @@ def test_batch_runs_to_completed_with_moving_progress_and_output_download(browse
 
     done = model_client.batches.retrieve(batch.id)
     expected = model_client.files.content(done.output_file_id).content
-    _click(browser, 'button[data-download="output"]')
+    click_in_page(browser, 'button[data-download="output"]')
     target = downloads / f"{batch.id}_output.jsonl"
     eventually(lambda: target.exists() and target.stat().st_size == len(expected), what=str(target))
     assert target.read_bytes() == expected
@@ -177,7 +153,7 @@ def test_cancel_a_running_batch_from_its_page(browser, model_client):
     )
     wait_for(model_client, batch.id, statuses={"in_progress"}, timeout=60)
     _go(browser, f"/batch/{batch.id}")
-    _click(browser, "#cancel-batch:not([hidden])")
+    click_in_page(browser, "#cancel-batch:not([hidden])")
     eventually(lambda: browser.switch_to.alert, what="the confirm dialog").accept()
     eventually(
         lambda: model_client.batches.retrieve(batch.id).status in ("cancelling", "cancelled"),
@@ -230,24 +206,36 @@ def test_upload_by_picker_then_download_and_delete(browser, model_client, tmp_pa
     assert (stored.filename, stored.purpose, stored.bytes) == ("dashboard-notes.txt", "user_data", len(data))
     assert model_client.files.content(file_id).content == data
 
-    _click(browser, f'tr[data-file-id="{file_id}"] button.download')
+    click_in_page(browser, f'tr[data-file-id="{file_id}"] button.download')
     target = downloads / "dashboard-notes.txt"
     eventually(lambda: target.exists() and target.read_bytes() == data, what="the downloaded copy")
 
-    _click(browser, f'tr[data-file-id="{file_id}"] button.delete')
+    click_in_page(browser, f'tr[data-file-id="{file_id}"] button.delete')
     eventually(lambda: browser.switch_to.alert, what="the confirm dialog").accept()
     eventually(lambda: not browser.find_elements(By.CSS_SELECTOR, f'tr[data-file-id="{file_id}"]'), what="row gone")
     with pytest.raises(openai.NotFoundError):
         model_client.files.retrieve(file_id)
 
 
+# Read in one script: the page re-renders its table every 2 s, which stales found elements.
+_MODEL_ROWS = """return [...document.querySelectorAll('tr[data-model-id]')].map((row) => [
+  row.dataset.modelId,
+  row.querySelector('span.badge').className,
+  row.querySelector('span.badge').textContent,
+  row.querySelector('td.in-flight').textContent,
+]);"""
+
+
 def test_models_page_shows_each_engine(browser, model_client):
+    """One row per served model, no other, each with its engine's state badge and its capacity."""
+    models = {m.id: m for m in model_client.models.list()}
+    assert len(models) == 2, models
     _go(browser, "/models")
-    for model in model_client.models.list():
-        row = eventually(
-            lambda model=model: browser.find_element(By.CSS_SELECTOR, f'tr[data-model-id="{model.id}"]'), what=model.id
-        )
-        assert "ready" in row.text
+    rows = eventually(lambda: browser.execute_script(_MODEL_ROWS), what="the model rows")
+    assert sorted(rows) == sorted(
+        [model_id, "badge engine-ready", "ready", f"0 / {model.max_lines_in_flight:,}"]
+        for model_id, model in models.items()
+    )
 
 
 def test_projects_see_only_their_own_batches(browser, model_server, model_client):
@@ -268,6 +256,54 @@ def _admin_key(server) -> str:
     if server.database_url:
         cmd += ["--database-url", server.database_url]
     return subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120).stdout.strip()
+
+
+def _cells(browser, css: str) -> dict[str, str]:
+    """Row id -> its Project cell, for the rows at `css` (tr elements with a data-* id)."""
+    rows = browser.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map("
+        "r => [r.dataset.batchId || r.dataset.fileId, r.querySelector('td.project')?.innerText])",
+        css,
+    )
+    return dict(rows)
+
+
+def test_admin_sees_every_projects_batches_and_files_with_a_project_filter(browser, model_server, model_client):
+    other = openai_client(model_server.base_url, "key-b")
+    theirs = wait_for(other, create(other, [chat_line("adm-b", max_tokens=2)]).id)
+    mine = create(model_client, [chat_line("adm-a", max_tokens=2)])
+    admin_key = _admin_key(model_server)
+    browser.execute_script("sessionStorage.setItem('batchd.apiKey', arguments[0])", admin_key)
+    try:
+        _go(browser, "/batches")
+        rows = "#batches tr[data-batch-id]"
+        eventually(
+            lambda: {mine.id: "proj-a", theirs.id: "proj-b"}.items() <= _cells(browser, rows).items(),
+            what="both projects' batches, each with its project",
+        )
+        Select(browser.find_element(By.ID, "project-filter")).select_by_value("proj-b")
+        eventually(lambda: browser.current_url.endswith("#/batches?project=proj-b"), what="the proj-b filter")
+        eventually(
+            lambda: (shown := _cells(browser, rows)) and set(shown.values()) == {"proj-b"} and theirs.id in shown,
+            what="proj-b's batches only",
+        )
+        # Another project's batch opens, with its files, through the same parameter.
+        click_in_page(browser, f'tr[data-batch-id="{theirs.id}"] a')
+        eventually(lambda: _page_state(browser, theirs.id) == ("completed", 1), what="their batch's page")
+        eventually(lambda: browser.find_elements(By.CSS_SELECTOR, '[data-download="output"]'), what="its output file")
+
+        _go(browser, "/files")
+        eventually(
+            lambda: _cells(browser, "#files tr[data-file-id]").get(theirs.input_file_id) == "proj-b",
+            what="their input file with its project",
+        )
+    finally:
+        browser.execute_script("sessionStorage.setItem('batchd.apiKey', arguments[0])", KEY)
+        _go(browser, "/batches")
+    # A project key keeps OpenAI's meaning of the lists, and may not name another project.
+    assert theirs.id not in [b.id for b in model_client.batches.list()]
+    with pytest.raises(openai.PermissionDeniedError):
+        model_client.batches.list(extra_query={"project": "proj-b"})
 
 
 def test_usage_page_charts_tokens_per_project_for_admin_keys(browser, model_server, model_client):
@@ -328,7 +364,7 @@ def test_queue_page_shows_the_projects_running_batch_with_its_share(browser, mod
     )
     try:
         _go(browser, "/batches")
-        _click(browser, 'nav a[data-page="queue"]')
+        click_in_page(browser, 'nav a[data-page="queue"]')
         card = 'section.queue-project[data-project="proj-a"]'
         # Read in one script each time: the page redraws every two seconds.
         eventually(

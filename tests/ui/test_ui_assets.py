@@ -80,7 +80,18 @@ def test_the_api_still_needs_a_key(server):
 
 
 def test_unknown_asset_is_404(server):
-    assert httpx.get(_ui(server) + "/ui/static/nope.js").status_code == 404
+    """A name that is not an asset is a 404 beside one that is served, and so is a path that
+    climbs out of the asset directory (the package's own modules stay unreadable)."""
+    known = httpx.get(_ui(server) + "/ui/static/js/main.js")
+    assert known.status_code == 200 and known.text == (STATIC / "js" / "main.js").read_text()
+    for path in (
+        "/ui/static/nope.js",
+        "/ui/static/js/nope.js",
+        "/ui/static/../routes.py",
+        "/ui/static/%2e%2e/routes.py",
+    ):
+        response = httpx.get(_ui(server) + path)
+        assert response.status_code == 404, (path, response.status_code, response.text[:80])
 
 
 def test_every_static_file_is_package_data():

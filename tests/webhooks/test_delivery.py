@@ -102,6 +102,7 @@ def test_endpoint_failing_for_long_is_disabled_and_can_be_enabled_again(hooks_cl
         assert receiver.deliveries[-1].answered == 200
 
 
+@pytest.mark.slow
 def test_kill_between_terminal_status_and_delivery_still_delivers(tmp_path, database_factory):
     """SIGKILL after the sender claimed the event but before it sent anything; the restarted
     server re-sends it once the claim's lease runs out."""

@@ -15,7 +15,9 @@ class ApiKey(Base):
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
     # The first characters, so an operator can tell keys apart in listings.
     prefix: Mapped[str] = mapped_column(String(16))
-    project: Mapped[str] = mapped_column(String(128))
+    project: Mapped[str] = mapped_column(String(128), index=True)
+    # The Administration API's name for the key (and for the service account that owns it).
+    name: Mapped[str | None] = mapped_column(String(256), nullable=True)
     created_at: Mapped[int] = mapped_column(BigInteger)
     revoked_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     # Admin keys (`batchd keys create --admin`) may also read organization-wide data such as usage.

@@ -59,6 +59,15 @@ class Batch(Base):
     # Lines that never ran (cancelled, expired, timed out), counted at finalize, so Anthropic's
     # request_counts can tell them from lines that failed.
     unexecuted: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Set by `DELETE /v1/batches/{id}`: the API no longer shows it, but its id stays a list cursor
+    # until the tombstone is purged (with its shards and chunks: ON DELETE CASCADE).
+    deleted_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # The batch whose unsuccessful lines this one runs again (`POST /v1/batches/{id}/retry`).
+    retry_of: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # W3C trace context of the create request (app/core/tracing.py); None when tracing was off.
+    traceparent: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # The public id of the API key that created the batch (its usage is booked under it).
+    api_key_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
     __table_args__ = (
         Index("ix_batches_project_seq", "project", "seq"),
@@ -87,3 +96,15 @@ class BatchChunk(Base):
     lines: Mapped[int] = mapped_column(Integer)
 
     __table_args__ = (Index("ix_batch_chunks_batch_id_shard_no", "batch_id", "shard_no"),)
+
+
+class BatchPromptTokens(Base):
+    """A batch's prompt tokens for one model, counted at validation: they count against its
+    project's enqueued-token limit for that model until the batch ends. An OpenAI batch has one
+    row; a Message Batch one per model its requests name."""
+
+    __tablename__ = "batch_prompt_tokens"
+
+    batch_id: Mapped[str] = mapped_column(String(64), ForeignKey("batches.id", ondelete="CASCADE"), primary_key=True)
+    model: Mapped[str] = mapped_column(String(256), primary_key=True)
+    tokens: Mapped[int] = mapped_column(BigInteger)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, CheckConstraint, Integer, String
+from sqlalchemy import BigInteger, CheckConstraint, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
@@ -23,4 +23,15 @@ class Project(Base):
     weight: Mapped[int] = mapped_column(Integer, default=1)
     # Enqueued prompt tokens per model; None falls back to BATCHD_PROJECT_MAX_ENQUEUED_TOKENS.
     max_enqueued_tokens: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # The completion windows its batches may use, comma-separated; None: BATCHD_COMPLETION_WINDOWS.
+    completion_windows: Mapped[str | None] = mapped_column(String(256), nullable=True)
     updated_at: Mapped[int] = mapped_column(BigInteger)
+    # The Administration API's view: a display name, when it was created (None: before 0020, or
+    # by `batchd projects set`), and when it was archived (its keys stop working).
+    title: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    created_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    archived_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # Which served models its batches may name: `allow_list` or `deny_list` of model_ids (a JSON
+    # list); None: every model.
+    model_permissions_mode: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    model_ids: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -16,14 +16,18 @@ class UsageMinute(Base):
     project: Mapped[str] = mapped_column(String(128))
     model: Mapped[str] = mapped_column(String(256))
     batch_id: Mapped[str] = mapped_column(String(64))
+    # The public id of the key that created the batch (None: open mode, or rows from before 0021).
+    api_key_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     # Unix seconds of the minute's start (UTC).
     minute: Mapped[int] = mapped_column(BigInteger)
-    # `completions` or `embeddings`: which usage endpoint reports it (from the batch's endpoint).
-    kind: Mapped[str] = mapped_column(String(16))
+    # `completions`, `embeddings` or `audio_transcriptions`: which usage endpoint reports it.
+    kind: Mapped[str] = mapped_column(String(32))
     input_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     output_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     requests: Mapped[int] = mapped_column(Integer, default=0)
+    # Audio duration of transcription and translation lines.
+    seconds: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
     __table_args__ = (
         PrimaryKeyConstraint("project", "model", "batch_id", "minute", name="pk_usage_minutes"),

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Row, exists, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.base import rowcount
-from app.db.models import ApiKey
+from app.db.models import ApiKey, Project
 
 
 class ApiKeyRepository:
@@ -20,13 +20,32 @@ class ApiKeyRepository:
         await self.session.flush()
         return key
 
-    async def owner_of_hash(self, key_hash: str) -> tuple[str, bool] | None:
-        """The live key's (project, is_admin), or None."""
+    async def owner_of_hash(self, key_hash: str) -> Row[int, str, bool] | None:
+        """The live key's (id, project, is_admin), or None; a project key of an archived project
+        is not live (admin keys do not belong to a project in that sense)."""
+        archived = exists().where(Project.name == ApiKey.project, Project.archived_at.is_not(None))
         result = await self.session.execute(
-            select(ApiKey.project, ApiKey.is_admin).where(ApiKey.key_hash == key_hash, ApiKey.revoked_at.is_(None))
+            select(ApiKey.id, ApiKey.project, ApiKey.is_admin).where(
+                ApiKey.key_hash == key_hash, ApiKey.revoked_at.is_(None), or_(ApiKey.is_admin, ~archived)
+            )
         )
-        row = result.first()
-        return None if row is None else (row.project, bool(row.is_admin))
+        return result.first()
+
+    async def get(self, key_id: int) -> ApiKey | None:
+        return await self.session.get(ApiKey, key_id)
+
+    async def page(
+        self, *, admin: bool, project: str | None, after: int | None, limit: int, newest_first: bool = False
+    ) -> tuple[Sequence[ApiKey], bool]:
+        """Live keys, admin keys or one project's, by id; `after` is exclusive. Returns (rows, has_more)."""
+        query = select(ApiKey).where(ApiKey.is_admin == admin, ApiKey.revoked_at.is_(None))
+        if project is not None:
+            query = query.where(ApiKey.project == project)
+        if after is not None:
+            query = query.where(ApiKey.id < after if newest_first else ApiKey.id > after)
+        query = query.order_by(ApiKey.id.desc() if newest_first else ApiKey.id).limit(limit + 1)
+        rows = (await self.session.execute(query)).scalars().all()
+        return rows[:limit], len(rows) > limit
 
     async def count_all(self) -> int:
         """Keys ever created, revoked ones included."""

@@ -45,9 +45,11 @@ class ProjectScopedRepository(Generic[M]):
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
-    def scoped(self, project: str) -> Select[M]:
-        """The project's rows the API shows; a repository whose rows can be hidden narrows it."""
-        return select(self.model).where(self.model.project == project)
+    def scoped(self, project: str | None) -> Select[M]:
+        """The project's rows the API shows (every project's for None: an admin's list); a
+        repository whose rows can be hidden narrows it."""
+        statement = select(self.model)
+        return statement if project is None else statement.where(self.model.project == project)
 
     async def add(self, row: M) -> M:
         self.session.add(row)
@@ -58,16 +60,18 @@ class ProjectScopedRepository(Generic[M]):
         result = await self.session.execute(self.scoped(project).where(self.model.id == row_id))
         return result.scalar_one_or_none()
 
-    async def cursor_seq(self, project: str, row_id: str) -> int | None:
-        """Position of a cursor id among all the project's rows, hidden ones included."""
-        result = await self.session.execute(
-            select(self.model.seq).where(self.model.project == project, self.model.id == row_id)
-        )
+    async def cursor_seq(self, project: str | None, row_id: str) -> int | None:
+        """Position of a cursor id among all the project's rows (every project's for None),
+        hidden ones included."""
+        statement = select(self.model.seq).where(self.model.id == row_id)
+        if project is not None:
+            statement = statement.where(self.model.project == project)
+        result = await self.session.execute(statement)
         return result.scalar_one_or_none()
 
     async def page(
         self,
-        project: str,
+        project: str | None,
         *,
         after: str | None,
         limit: int,

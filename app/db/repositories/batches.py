@@ -11,12 +11,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import and_, exists, func, or_, select, update
+from sqlalchemy import ColumnElement, Select, and_, case, delete, exists, func, literal, or_, select, update
+from sqlalchemy.orm import aliased
 
-from app.core.statuses import ACTIVE_BATCH_STATUSES, CANCELLABLE_BATCH_STATUSES, BatchStatus, ShardStatus
-from app.db.base import rowcount
-from app.db.models import Batch, BatchShard
-from app.db.repositories.base import ProjectScopedRepository
+from app.core.statuses import (
+    ACTIVE_BATCH_STATUSES,
+    CANCELLABLE_BATCH_STATUSES,
+    TERMINAL_BATCH_STATUSES,
+    BatchStatus,
+    ShardStatus,
+)
+from app.db.base import dialect_of, rowcount
+from app.db.models import Batch, BatchShard, File
+from app.db.repositories.base import Page, ProjectScopedRepository
+
+# An input this small is validated in milliseconds: it goes first (claim).
+SMALL_INPUT_BYTES = 1024 * 1024
 
 
 class LeaseLost(Exception):
@@ -40,12 +50,79 @@ class LineRow:
     cached_tokens: int = 0
     output_tokens: int = 0
     reasoning_tokens: int = 0
+    model: str | None = None  # the line's own model, when it names one (its usage is booked there)
+    seconds: int = 0  # audio seconds of a speech-to-text line
+
+
+@dataclass(frozen=True)
+class BatchFilters:
+    """What `GET /v1/batches` may narrow a list to (every one given must hold)."""
+
+    statuses: tuple[BatchStatus, ...] = ()
+    metadata: tuple[tuple[str, str], ...] = ()  # (key, value): the batch's metadata has exactly that
+    created_after: int | None = None  # created_at >= it
+    created_before: int | None = None  # created_at < it
+    endpoint: str | None = None
+    model: str | None = None
 
 
 class BatchRepository(ProjectScopedRepository[Batch]):
     model = Batch
 
     # -- API side (project-scoped) ------------------------------------------------------------
+
+    def scoped(self, project: str | None) -> Select[Batch]:
+        """The project's batches the API shows: not deleted (a deleted id still works as a cursor)."""
+        return super().scoped(project).where(Batch.deleted_at.is_(None))
+
+    async def mark_deleted(self, batch: Batch, now: int) -> bool:
+        """Make an ended batch a tombstone; False if it is not ended or already deleted."""
+        result = await self.session.execute(
+            update(Batch)
+            .where(Batch.seq == batch.seq, Batch.status.in_(TERMINAL_BATCH_STATUSES), Batch.deleted_at.is_(None))
+            .values(deleted_at=now)
+        )
+        return rowcount(result) == 1
+
+    async def purge_tombstones(self, deleted_before: int) -> int:
+        """Forget batches deleted before `deleted_before`; their shards and chunks go with them
+        (ON DELETE CASCADE; a chunk's blob, if any is left: the orphan blob sweep)."""
+        result = await self.session.execute(
+            delete(Batch).where(Batch.deleted_at.is_not(None), Batch.deleted_at < deleted_before)
+        )
+        return rowcount(result)
+
+    async def page_filtered(
+        self, project: str | None, filters: BatchFilters, *, after: str | None, limit: int
+    ) -> Page[Batch]:
+        """A page of the project's batches that match `filters`, newest first; the cursor is
+        found among all of them, so a filter never loses a client its place."""
+        return await self.page(project, after=after, limit=limit, where=self._conditions(filters))
+
+    def _conditions(self, filters: BatchFilters) -> list[ColumnElement[bool]]:
+        where: list[ColumnElement[bool]] = []
+        if filters.statuses:
+            where.append(Batch.status.in_(filters.statuses))
+        if filters.created_after is not None:
+            where.append(Batch.created_at >= filters.created_after)
+        if filters.created_before is not None:
+            where.append(Batch.created_at < filters.created_before)
+        if filters.endpoint is not None:
+            where.append(Batch.endpoint == filters.endpoint)
+        if filters.model is not None:
+            where.append(Batch.model == filters.model)
+        where.extend(self._metadata_is(key, value) for key, value in filters.metadata)
+        return where
+
+    def _metadata_is(self, key: str, value: str) -> ColumnElement[bool]:
+        """The batch's metadata holds `key` with `value`. The key is always a bound value, never
+        part of a JSON path: a key with a quote or a dot in it means itself."""
+        if dialect_of(self.session) == "postgresql":
+            return Batch.metadata_[key].as_string() == value
+        # SQLite: its JSON paths cannot quote every key, so the pairs are read with json_each
+        # (which yields nothing for SQL NULL and no keyed row for a JSON null).
+        pairs = func.json_each(Batch.metadata_).table_valued("key", "value")
+        return exists(select(literal(1)).select_from(pairs).where(pairs.c.key == key, pairs.c.value == value))
 
     async def request_cancel(self, project: str, batch_id: str, now: int) -> bool:
         result = await self.session.execute(
@@ -54,6 +131,15 @@ class BatchRepository(ProjectScopedRepository[Batch]):
             .values(status=BatchStatus.CANCELLING, cancelling_at=now)
         )
         return rowcount(result) == 1
+
+    async def request_cancel_all(self, project: str, now: int) -> int:
+        """Cancel every queued or running batch of a project (it was archived); how many."""
+        result = await self.session.execute(
+            update(Batch)
+            .where(Batch.project == project, Batch.status.in_(CANCELLABLE_BATCH_STATUSES))
+            .values(status=BatchStatus.CANCELLING, cancelling_at=now)
+        )
+        return rowcount(result)
 
     async def active_batch_using_file(self, project: str, file_id: str) -> str | None:
         result = await self.session.execute(
@@ -65,11 +151,18 @@ class BatchRepository(ProjectScopedRepository[Batch]):
 
     # -- worker side --------------------------------------------------------------------------
 
-    async def claim(self, owner: str, now: float, lease_seconds: float, skip: Sequence[str]) -> Claim | None:
-        """Atomically take the oldest batch that has a one-replica step to take and whose lease
-        is free or expired: validating or finalizing; cancelling, or in_progress past its
-        expiry, once no replica holds a live lease on one of its shards; in_progress with every
-        shard done (the replica that finished the last shard normally moves it on itself)."""
+    async def claim(
+        self, owner: str, now: float, lease_seconds: float, skip: Sequence[str], idle_projects_only: bool = False
+    ) -> Claim | None:
+        """Atomically take a batch that has a one-replica step to take and whose lease is free or
+        expired: validating or finalizing; cancelling, or in_progress past its expiry, once no
+        replica holds a live lease on one of its shards; in_progress with every shard done (the
+        replica that finished the last shard normally moves it on itself). Projects take turns:
+        the batch of the project with the fewest such steps under a live lease anywhere goes
+        first, then the smallest input file, then the oldest; a small input (SMALL_INPUT_BYTES,
+        validated in milliseconds) goes before all of them, the smallest first whatever its
+        project, so a small batch is not validated after big ones created with it.
+        `idle_projects_only` takes only a project with none, or a small input."""
         live_shard = exists().where(
             BatchShard.batch_id == Batch.id,
             BatchShard.status == ShardStatus.RUNNING,
@@ -84,13 +177,31 @@ class BatchRepository(ProjectScopedRepository[Batch]):
                 or_(~unfinished_shard, and_(Batch.expires_at <= now, ~live_shard)),
             ),
         )
+        other = aliased(Batch)
+        project_steps = (
+            select(func.count())
+            .where(other.project == Batch.project, other.lease_expires_at >= now)
+            .correlate(Batch)
+            .scalar_subquery()
+        )
+        input_bytes = func.coalesce(  # no file row: size unknown, not small
+            select(File.bytes).where(File.id == Batch.input_file_id).correlate(Batch).scalar_subquery(),
+            SMALL_INPUT_BYTES + 1,
+        )
+        small = input_bytes <= SMALL_INPUT_BYTES
         candidate = (
             select(Batch.seq, Batch.lease_owner)
             .where(has_work, (Batch.lease_expires_at.is_(None)) | (Batch.lease_expires_at < now))
-            .order_by(Batch.seq)
+            # Small inputs smallest first, whoever's they are (a 60-line batch is not held behind
+            # its own project's 2,000-line one); larger ones by turns across projects.
+            .order_by(
+                case((small, 0), else_=1), case((small, input_bytes), else_=0), project_steps, input_bytes, Batch.seq
+            )
             .limit(1)
             .with_for_update(skip_locked=True, of=Batch)
         )
+        if idle_projects_only:
+            candidate = candidate.where(or_(small, project_steps == 0))
         if skip:
             candidate = candidate.where(Batch.id.not_in(list(skip)))
         # Picked first and then updated (the FOR UPDATE keeps the row ours on Postgres; SQLite's
@@ -122,18 +233,6 @@ class BatchRepository(ProjectScopedRepository[Batch]):
     async def release(self, claim: Claim) -> None:
         await self._fenced_update(claim, lease_owner=None, lease_expires_at=None)
 
-    async def enqueued_prompt_tokens(self, project: str, model: str, other_than: str) -> int:
-        """Prompt tokens counted for `project`'s unfinished batches of `model`, but `other_than`."""
-        result = await self.session.execute(
-            select(func.coalesce(func.sum(Batch.prompt_tokens), 0)).where(
-                Batch.project == project,
-                Batch.model == model,
-                Batch.status.in_((BatchStatus.VALIDATING, BatchStatus.IN_PROGRESS, BatchStatus.FINALIZING)),
-                Batch.id != other_than,
-            )
-        )
-        return int(result.scalar_one() or 0)
-
     async def load(self, batch_id: str) -> Batch | None:
         result = await self.session.execute(select(Batch).where(Batch.id == batch_id))
         return result.scalar_one_or_none()
@@ -157,4 +256,4 @@ class BatchRepository(ProjectScopedRepository[Batch]):
         return rowcount(result) == 1
 
 
-__all__ = ["BatchRepository", "Claim", "LeaseLost", "LineRow"]
+__all__ = ["BatchFilters", "BatchRepository", "Claim", "LeaseLost", "LineRow"]

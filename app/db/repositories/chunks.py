@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.statuses import TERMINAL_BATCH_STATUSES
 from app.db.models import Batch, BatchChunk
 
 
@@ -64,12 +65,46 @@ class ChunkRepository:
         async for chunk in result.scalars():
             yield chunk
 
+    async def last_id(self, batch_id: str) -> int:
+        """The id of the batch's newest chunk (0 if none): a batch's chunk ids grow in commit order."""
+        result = await self.session.execute(
+            select(func.coalesce(func.max(BatchChunk.id), 0)).where(BatchChunk.batch_id == batch_id)
+        )
+        return int(result.scalar_one())
+
+    async def page(self, batch_id: str, after_id: int, upto_id: int, limit: int) -> Sequence[BatchChunk]:
+        """The batch's chunks with ids in (after_id, upto_id], oldest first, at most `limit`."""
+        result = await self.session.execute(
+            select(BatchChunk)
+            .where(BatchChunk.batch_id == batch_id, BatchChunk.id > after_id, BatchChunk.id <= upto_id)
+            .order_by(BatchChunk.id)
+            .limit(limit)
+        )
+        return result.scalars().all()
+
     async def delete_of_batch(self, batch_id: str) -> list[str]:
-        """Delete a finalized batch's chunks; returns their blob ids, to delete after the commit."""
+        """Delete a batch's chunks; returns their blob ids, to delete after the commit."""
         result = await self.session.execute(
             delete(BatchChunk).where(BatchChunk.batch_id == batch_id).returning(BatchChunk.blob_id)
         )
         return [blob_id for (blob_id,) in result.all() if blob_id is not None]
+
+    async def take_expired(self, now: int, default_ttl: int, limit: int) -> list[tuple[str, str]]:
+        """Delete up to `limit` chunks of ended batches whose results expired (as their output
+        files do: `output_expires_after`, else `default_ttl`, after the end); returns (project,
+        blob id) of each, to delete after the commit."""
+        ended = func.coalesce(Batch.completed_at, Batch.cancelled_at, Batch.expired_at, Batch.failed_at)
+        ttl = func.coalesce(Batch.output_expires_after, default_ttl)
+        result = await self.session.execute(
+            select(BatchChunk.id, Batch.project, BatchChunk.blob_id)
+            .join(Batch, Batch.id == BatchChunk.batch_id)
+            .where(Batch.status.in_(TERMINAL_BATCH_STATUSES), ended + ttl <= now)
+            .limit(limit)
+        )
+        rows = result.all()
+        if rows:
+            await self.session.execute(delete(BatchChunk).where(BatchChunk.id.in_([row.id for row in rows])))
+        return [(project, blob_id) for _, project, blob_id in rows if blob_id is not None]
 
     async def blob_ids(self) -> AsyncIterator[tuple[str, str]]:
         """(project, blob id) of every chunk: blobs the store holds for batches in flight."""

@@ -16,13 +16,22 @@ from app.db.repositories.base import ProjectScopedRepository
 class FileRepository(ProjectScopedRepository[File]):
     model = File
 
-    def scoped(self, project: str) -> Select[File]:
+    def scoped(self, project: str | None) -> Select[File]:
         """The project's files that exist now: neither deleted nor expired."""
         return (
             super()
             .scoped(project)
             .where(File.deleted_at.is_(None), or_(File.expires_at.is_(None), File.expires_at > int(time.time())))
         )
+
+    async def get_in_any_project(self, file_id: str) -> File | None:
+        """A live file whatever its project (admins read every project's files)."""
+        query = select(File).where(
+            File.id == file_id,
+            File.deleted_at.is_(None),
+            or_(File.expires_at.is_(None), File.expires_at > int(time.time())),
+        )
+        return (await self.session.execute(query)).scalar_one_or_none()
 
     async def mark_deleted(self, file: File, now: int) -> None:
         await self.session.execute(

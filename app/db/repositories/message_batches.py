@@ -1,10 +1,10 @@
 """SQL for Message Batches: the batches made through Anthropic's API, listed both ways from a
-cursor (`after_id`: older, `before_id`: newer) and deleted once ended. They run as any batch
-does (repositories/batches.py)."""
+cursor (`after_id`: older, `before_id`: newer). They run, and are deleted (tombstones), as any
+batch is (repositories/batches.py)."""
 
 from __future__ import annotations
 
-from sqlalchemy import Select, delete
+from sqlalchemy import Select
 
 from app.core.statuses import BATCH_API_ANTHROPIC
 from app.db.models import Batch
@@ -13,7 +13,7 @@ from app.db.repositories.batches import BatchRepository
 
 
 class MessageBatchRepository(BatchRepository):
-    def scoped(self, project: str) -> Select[Batch]:
+    def scoped(self, project: str | None) -> Select[Batch]:
         return super().scoped(project).where(Batch.api == BATCH_API_ANTHROPIC)
 
     async def page_before(self, project: str, *, before: str, limit: int) -> Page[Batch]:
@@ -22,7 +22,3 @@ class MessageBatchRepository(BatchRepository):
         page = await self.page(project, after=before, limit=limit, descending=False)
         page.items.reverse()
         return page
-
-    async def remove(self, batch: Batch) -> None:
-        """Forget the batch; its shards and checkpoint chunks go with it (their blobs: the blob sweep) (ON DELETE CASCADE)."""
-        await self.session.execute(delete(Batch).where(Batch.seq == batch.seq))

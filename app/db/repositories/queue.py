@@ -4,41 +4,15 @@ shard free to claim, and how many shards each project runs where (live leases on
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.statuses import BatchStatus, ShardStatus
 from app.db.models import Batch, BatchShard
+from app.scheduling.state import BatchProgress, Claimable, RunningShard
 
 QUEUED_STATUSES = (BatchStatus.VALIDATING, BatchStatus.IN_PROGRESS)
-
-
-@dataclass(frozen=True)
-class BatchProgress:
-    id: str
-    project: str
-    model: str | None
-    status: str
-    completion_window: str
-    created_at: int
-    expires_at: int
-    in_progress_at: int | None
-    total: int
-    done: int  # completed + failed
-
-
-@dataclass(frozen=True)
-class Claimable:
-    """A running batch with at least one shard free to claim; `resumed` when one of them was
-    started before (given back or abandoned)."""
-
-    batch_id: str
-    project: str
-    expires_at: int
-    seq: int
-    resumed: bool
 
 
 class QueueRepository:
@@ -76,28 +50,32 @@ class QueueRepository:
             select(
                 Batch.id,
                 Batch.project,
+                Batch.model,
                 Batch.expires_at,
                 Batch.seq,
                 func.max(BatchShard.started_at).is_not(None).label("resumed"),
             )
             .join(BatchShard, BatchShard.batch_id == Batch.id)
             .where(Batch.status == BatchStatus.IN_PROGRESS, Batch.expires_at > now, free)
-            .group_by(Batch.id, Batch.project, Batch.expires_at, Batch.seq)
+            .group_by(Batch.id, Batch.project, Batch.model, Batch.expires_at, Batch.seq)
         )
         if skip_batches:
             query = query.where(Batch.id.not_in(list(skip_batches)))
         result = await self.session.execute(query)
-        return [Claimable(row.id, row.project, row.expires_at, row.seq, bool(row.resumed)) for row in result]
+        return [Claimable(row.id, row.project, row.model, row.expires_at, row.seq, bool(row.resumed)) for row in result]
 
-    async def running_shards(self, now: float) -> list[tuple[str, str, int]]:
-        """(project, replica, shards) for every shard under a live lease."""
+    async def running_shards(self, now: float) -> list[RunningShard]:
+        """How many shards of each batch run on each replica (live leases)."""
         result = await self.session.execute(
-            select(Batch.project, BatchShard.lease_owner, func.count())
+            select(Batch.project, Batch.model, BatchShard.lease_owner, func.count(), Batch.id)
             .join(Batch, Batch.id == BatchShard.batch_id)
             .where(BatchShard.status == ShardStatus.RUNNING, BatchShard.lease_expires_at >= now)
-            .group_by(Batch.project, BatchShard.lease_owner)
+            .group_by(Batch.id, Batch.project, Batch.model, BatchShard.lease_owner)
         )
-        return [(project, owner or "", int(count)) for project, owner, count in result]
+        return [
+            RunningShard(project, model, owner or "", int(count), batch_id)
+            for project, model, owner, count, batch_id in result
+        ]
 
 
-__all__ = ["BatchProgress", "Claimable", "QueueRepository"]
+__all__ = ["QueueRepository"]

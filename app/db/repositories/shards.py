@@ -180,7 +180,6 @@ class ShardRepository:
         if not await self._fenced_update(claim, lines_done=BatchShard.lines_done + len(new)):
             raise LeaseLost(f"{claim.batch_id} shard {claim.shard_no}")
         if new:
-            await chunks.add(claim.batch_id, claim.shard_no, blob_id, pack_line_nos(r.line_no for r in new), len(new))
             await self.session.execute(
                 update(Batch)
                 .where(Batch.id == claim.batch_id)
@@ -193,6 +192,10 @@ class ShardRepository:
                     reasoning_tokens=Batch.reasoning_tokens + sum(r.reasoning_tokens for r in new),
                 )
             )
+            # After the batch row's update, whose lock is held to the commit: a batch's chunks
+            # get their ids in the order they commit, so a results cursor (the last chunk id
+            # read) never skips a chunk that commits later with a smaller id.
+            await chunks.add(claim.batch_id, claim.shard_no, blob_id, pack_line_nos(r.line_no for r in new), len(new))
             if usage is not None:
                 await UsageRepository(self.session).add(usage, int(now) // 60 * 60, new)
         return len(new)

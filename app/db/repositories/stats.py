@@ -14,6 +14,8 @@ class StatsRepository:
         self.session = session
 
     async def batches_by_status(self) -> dict[BatchStatus, int]:
-        """{status: number of batches}, over every project (served by ix_batches_status)."""
-        result = await self.session.execute(select(Batch.status, func.count()).group_by(Batch.status))
+        """{status: number of batches}, over every project, deleted ones left out (served by ix_batches_status)."""
+        result = await self.session.execute(
+            select(Batch.status, func.count()).where(Batch.deleted_at.is_(None)).group_by(Batch.status)
+        )
         return {status: int(count) for status, count in result.all()}

@@ -4,7 +4,7 @@ the bucketed sums the Usage API reads."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from sqlalchemy import Table, func, select
@@ -16,29 +16,38 @@ from app.db.base import dialect_of
 from app.db.models import UsageMinute
 from app.db.repositories.batches import LineRow
 
-# The columns a usage query may group by, by the Usage API's group_by names.
-GROUP_COLUMNS = {"project_id": UsageMinute.project, "model": UsageMinute.model, "batch": UsageMinute.batch_id}
+# The columns a usage query may group by, by the Usage API's group_by names (`batch`: every line
+# batchd runs is batch work, so its groups are the batches themselves).
+GROUP_COLUMNS = {
+    "project_id": UsageMinute.project,
+    "api_key_id": UsageMinute.api_key_id,
+    "model": UsageMinute.model,
+    "batch": UsageMinute.batch_id,
+}
 
 
 @dataclass(frozen=True)
 class UsageKey:
-    """Whose lines a checkpoint records: the batch's project, model and usage kind."""
+    """Whose lines a checkpoint records: the batch's project, model (of lines that name none),
+    usage kind and the key that created the batch."""
 
     project: str
     model: str
     batch_id: str
     kind: str
+    api_key_id: str | None = None
 
 
 @dataclass(frozen=True)
 class UsageQuery:
-    kind: str
+    kinds: Sequence[str]
     start: int  # inclusive, Unix seconds
     end: int  # exclusive
     bucket_seconds: int
     group_by: Sequence[str] = ()
     projects: Sequence[str] = ()
     models: Sequence[str] = ()
+    api_keys: Sequence[str] = ()
 
 
 class UsageRepository:
@@ -46,19 +55,32 @@ class UsageRepository:
         self.session = session
 
     async def add(self, key: UsageKey, minute: int, rows: Sequence[LineRow]) -> None:
-        """Add the successful lines among `rows` (those in the output file) to `key`'s minute."""
-        ok = [r for r in rows if r.ok]
-        if not ok:
-            return
+        """Add the successful lines among `rows` (those in the output file) to `key`'s minute,
+        each under its own model where it names one (a Message Batch's lines may name several)."""
+        by_model: dict[str, list[LineRow]] = {}
+        for row in rows:
+            if row.ok:
+                by_model.setdefault(row.model or key.model, []).append(row)
+        for model in sorted(by_model):  # one order on every replica: upserts never deadlock
+            await self._add(replace(key, model=model), minute, by_model[model])
+
+    async def _add(self, key: UsageKey, minute: int, ok: Sequence[LineRow]) -> None:
         values = {
             "input_tokens": sum(r.input_tokens for r in ok),
             "cached_tokens": sum(r.cached_tokens for r in ok),
             "output_tokens": sum(r.output_tokens for r in ok),
             "requests": len(ok),
+            "seconds": sum(r.seconds for r in ok),
         }
         insert_fn = pg_insert if dialect_of(self.session) == "postgresql" else sqlite_insert
         statement = insert_fn(cast(Table, UsageMinute.__table__)).values(
-            project=key.project, model=key.model, batch_id=key.batch_id, minute=minute, kind=key.kind, **values
+            project=key.project,
+            model=key.model,
+            batch_id=key.batch_id,
+            minute=minute,
+            kind=key.kind,
+            api_key_id=key.api_key_id,
+            **values,
         )
         table = UsageMinute.__table__.c
         await self.session.execute(
@@ -82,8 +104,13 @@ class UsageRepository:
                 func.sum(UsageMinute.cached_tokens).label("cached_tokens"),
                 func.sum(UsageMinute.output_tokens).label("output_tokens"),
                 func.sum(UsageMinute.requests).label("requests"),
+                func.sum(UsageMinute.seconds).label("seconds"),
             )
-            .where(UsageMinute.kind == query.kind, UsageMinute.minute >= query.start, UsageMinute.minute < query.end)
+            .where(
+                UsageMinute.kind.in_(list(query.kinds)),
+                UsageMinute.minute >= query.start,
+                UsageMinute.minute < query.end,
+            )
             .group_by(bucket, *groups)
             .order_by(bucket, *groups)
         )
@@ -91,5 +118,7 @@ class UsageRepository:
             statement = statement.where(UsageMinute.project.in_(list(query.projects)))
         if query.models:
             statement = statement.where(UsageMinute.model.in_(list(query.models)))
+        if query.api_keys:
+            statement = statement.where(UsageMinute.api_key_id.in_(list(query.api_keys)))
         result = await self.session.execute(statement)
         return [dict(row._mapping) for row in result.all()]

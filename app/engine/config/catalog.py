@@ -105,7 +105,10 @@ def resolve_model_specs(
         specs[spec.name] = spec
 
     for name, opts in options.items():
-        specs[name] = _apply_options(name, opts, specs.get(name) or nameable.get(name))
+        engine_options = {key: value for key, value in opts.items() if key != "pricing"}
+        if not engine_options and opts:
+            continue  # a price alone says nothing about what to serve
+        specs[name] = _apply_options(name, engine_options, specs.get(name) or nameable.get(name))
 
     return list(specs.values()) if specs else list(builtins.values())
 

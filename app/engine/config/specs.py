@@ -20,6 +20,9 @@ names to engine options::
         max_num_seqs: 64               # shortcut for engine_args.max_num_seqs
         engine_args:                   # any other `vllm serve` option, by its
           enforce_eager: true          # Python name (dashes become underscores)
+        pricing:                       # the Costs API's prices (see .pricing)
+          input: 0.15                  # per million tokens
+          output: 0.60
       all-MiniLM-L6-v2:                # a built-in name: options apply to it
         max_model_len: 256
 
@@ -38,6 +41,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from app.engine.config.pricing import ModelPrice, check_pricing
 from app.engine.config.upstream import check_upstream_options
 from app.engine.errors import ModelConfigError
 
@@ -162,6 +166,9 @@ def _check_options(where: str, name: str, options: Any) -> dict[str, Any]:
         if key == "upstream":
             checked[key] = check_upstream_options(where, name, value)
             continue
+        if key == "pricing":
+            checked[key] = check_pricing(where, name, value)
+            continue
         if key == "engine_args":
             if not isinstance(value, Mapping):
                 raise ModelConfigError(f"{where}: {name}.engine_args must be a mapping.")
@@ -169,7 +176,7 @@ def _check_options(where: str, name: str, options: Any) -> dict[str, Any]:
             continue
         expected = _SIMPLE_OPTIONS.get(key)
         if expected is None:
-            allowed = ", ".join([*_SIMPLE_OPTIONS, "engine_args", "upstream"])
+            allowed = ", ".join([*_SIMPLE_OPTIONS, "engine_args", "upstream", "pricing"])
             raise ModelConfigError(f"{where}: unknown option {name}.{key} (allowed: {allowed}).")
         if value is not None and (isinstance(value, bool) or not isinstance(value, expected)):
             raise ModelConfigError(f"{where}: {name}.{key} has the wrong type ({value!r}).")
@@ -177,3 +184,8 @@ def _check_options(where: str, name: str, options: Any) -> dict[str, Any]:
             value = float(value)
         checked[key] = value
     return checked
+
+
+def load_prices(source: str | Path | Mapping[str, Any] | None) -> dict[str, ModelPrice]:
+    """The Costs API's price of every model the config file prices, by served name."""
+    return {name: opts["pricing"] for name, opts in load_model_config(source).items() if "pricing" in opts}

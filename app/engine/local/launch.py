@@ -64,9 +64,9 @@ def build_serve_args(spec: ModelSpec, *, engines_in_process: int = 1) -> Namespa
     # Prometheus counters) cost the busy front-end process ~10% of its time. A model's
     # engine_args can turn them back on with disable_log_stats: false.
     args.disable_log_stats = True
-    # Lines carry their batch's deadline as vLLM's request priority (app.pipeline.priority),
-    # so the engine's waiting queue runs earlier deadlines first. Requests without one (0)
-    # run in arrival order, as under "fcfs"; engine_args may still choose "fcfs".
+    # Lines carry a priority (app.scheduling.priority): at-risk batches' lines ahead of the
+    # others, which keep the order batchd's fair gate admitted them in. Requests without one
+    # (0) run in arrival order, as under "fcfs"; engine_args may still choose "fcfs".
     args.scheduling_policy = "priority"
     for key, value in spec.engine_args.items():
         if not hasattr(args, key):

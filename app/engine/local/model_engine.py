@@ -44,6 +44,7 @@ from app.core.endpoints import (
 )
 from app.engine.audio import AudioFetchError, audio_slot, fetch_audio, fetch_error_reply
 from app.engine.config.specs import ModelSpec
+from app.engine.local.fast_chat import FastChat
 from app.engine.local.requests import parse_request
 from app.engine.prompt_tokens import estimate_all, prompt_parts
 
@@ -81,6 +82,9 @@ class ModelEngine:
         self.endpoints: frozenset[str] = frozenset(
             endpoint for endpoint, attr in _HANDLER_ATTRS.items() if getattr(state, attr, None) is not None
         )
+        chat_handler = getattr(state, _HANDLER_ATTRS[CHAT_COMPLETIONS], None)
+        # Plain chat lines skip the serving class when the model allows it (fast_chat.py).
+        self.fast_chat = FastChat.for_handler(llm, chat_handler) if chat_handler is not None else None
         self._counting_lock = threading.Lock()
         self._counting_tokenizer: Any = None
         # Stand-in for the FastAPI request vLLM's exception handlers inspect.
@@ -125,6 +129,11 @@ class ModelEngine:
                 )
             )
         try:
+            if endpoint == CHAT_COMPLETIONS and self.fast_chat is not None:
+                line = await self.fast_chat.prepare(request)
+                if line is not None:
+                    answer = await self.fast_chat.run(line)
+                    return _reply_for(answer) if isinstance(answer, ErrorResponse) else (HTTPStatus.OK, answer)
             return await self._dispatch(endpoint, request)
         except VllmEngineDeadError:
             raise
@@ -213,6 +222,8 @@ class ModelEngine:
 
     def shutdown(self) -> None:
         """Stop the engine core processes (blocking, bounded by vLLM's timeout)."""
+        if self.fast_chat is not None:
+            self.fast_chat.shutdown()
         shutdown_engine(self.llm, self.llm.vllm_config.shutdown_timeout)
 
 

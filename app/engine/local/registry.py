@@ -27,6 +27,7 @@ from vllm.utils.gc_utils import freeze_gc_heap
 from vllm.v1.engine.exceptions import EngineDeadError as VllmEngineDeadError
 
 from app.core.endpoints import normalize_endpoint
+from app.core.statuses import EngineState
 from app.engine.config.specs import ModelSpec
 from app.engine.errors import EngineDeadError, EngineNotReadyError, ModelConfigError, RequestAborted
 from app.engine.inflight import InflightRequests
@@ -141,18 +142,18 @@ class EngineRegistry:
             for name in self._engines
         ]
 
-    def engine_state(self, model: str) -> str:
+    def engine_state(self, model: str) -> EngineState:
         """For status pages: `ready`, `starting`, `dead` (its engine core died) or `stopped`."""
         engine = self._engines.get(model)
         if engine is None:
-            return "stopped"
+            return EngineState.STOPPED
         if engine.errored:
-            return "dead"
-        return "ready" if self._ready else "starting"
+            return EngineState.DEAD
+        return EngineState.READY if self._ready else EngineState.STARTING
 
     def engine_ready(self, model: str) -> bool:
         """True while ``model``'s engine is started and alive (the engine-up metric)."""
-        return self.engine_state(model) == "ready"
+        return self.engine_state(model) == EngineState.READY
 
     def endpoints_for(self, model: str) -> set[str]:
         """Canonical endpoints ``model`` can serve (empty if it is not served)."""
@@ -173,7 +174,7 @@ class EngineRegistry:
     def validate_line(self, endpoint: str, body: Any) -> LineProblem | None:
         """Why a batch line would be refused, or None; cheap and engine-free.
 
-        Codes (see :mod:`app.engine.results`): ``invalid_url`` (param ``url``)
+        Codes (see :mod:`app.engine.results`): ``url_mismatch`` (param ``url``)
         for an endpoint batchd does not run; ``invalid_request`` for a body
         that is not an object or fails vLLM's request schema (param: dotted
         path of the first bad field, e.g. ``body.messages``);

@@ -13,7 +13,8 @@ import time
 import aiohttp
 import orjson
 
-from app.engine.upstream.targets import State, Target, TargetPool
+from app.core.statuses import UpstreamState
+from app.engine.upstream.targets import Target, TargetPool
 
 log = logging.getLogger("batchd.upstream")
 
@@ -23,22 +24,22 @@ _TICK_S = 0.25
 
 async def probe(
     client: aiohttp.ClientSession, target: Target, model: str, headers: dict[str, str]
-) -> tuple[State, str]:
+) -> tuple[UpstreamState, str]:
     """``(state, why)`` of one URL for ``model``."""
     try:
         async with client.get(f"{target.url}/models", headers=headers, timeout=_PROBE_TIMEOUT) as response:
             status, raw = response.status, await response.read()
     except (aiohttp.ClientError, TimeoutError) as exc:
-        return "down", repr(exc)
+        return UpstreamState.DOWN, repr(exc)
     if status != 200:
-        return "down", f"GET /models answered HTTP {status}"
+        return UpstreamState.DOWN, f"GET /models answered HTTP {status}"
     try:
         ids = {card.get("id") for card in orjson.loads(raw).get("data", [])}
     except (orjson.JSONDecodeError, AttributeError, TypeError):
-        return "down", "GET /models did not answer a model list"
+        return UpstreamState.DOWN, "GET /models did not answer a model list"
     if model not in ids:
-        return "no_model", f"it serves {sorted(str(i) for i in ids)}, not {model!r}"
-    return "up", ""
+        return UpstreamState.NO_MODEL, f"it serves {sorted(str(i) for i in ids)}, not {model!r}"
+    return UpstreamState.UP, ""
 
 
 async def probe_all(client: aiohttp.ClientSession, pool: TargetPool, model: str, headers: dict[str, str]) -> None:
@@ -67,6 +68,6 @@ async def watch(
         try:
             state, why = await probe(client, target, model, headers)
         except Exception as exc:  # noqa: BLE001 - a probe must never end the watch
-            state, why = "down", repr(exc)
+            state, why = UpstreamState.DOWN, repr(exc)
         pool.set_state(target, state, why)
         next_probe = time.monotonic() + interval

@@ -17,6 +17,7 @@ import aiohttp
 import orjson
 
 from app.core.endpoints import AUDIO_ENDPOINTS, normalize_endpoint
+from app.core.statuses import EngineState, UpstreamState
 from app.engine.audio import AudioFetchError, audio_slot, fetch_audio, fetch_error_reply
 from app.engine.config.upstream import UpstreamSpec
 from app.engine.errors import EngineNotReadyError, ModelConfigError, RequestAborted
@@ -36,20 +37,27 @@ log = logging.getLogger("batchd.upstream")
 # Lines the worker keeps in flight beyond the fleet's configured capacity, as a share of it
 # (W5: 0.25 made 0.68x the fleet's capacity, 1.0 0.87x; as the in-process window, twice):
 # they wait here for a slot, so a URL that frees one gets the next line at once.
-_SURPLUS = 1.0
+# BATCHD_UPSTREAM_WINDOW_SURPLUS sets it (0: no more in flight than the fleet's slots).
+DEFAULT_SURPLUS = 1.0
+
+
+# How long a model whose upstream had no /tokenize is estimated before /tokenize is tried again.
+NO_TOKENIZE_RECHECK_S = 300.0
 
 
 class UpstreamRegistry:
     """The upstream-backed models of this process, one pooled HTTP client for all."""
 
-    def __init__(self) -> None:
+    def __init__(self, surplus: float = DEFAULT_SURPLUS) -> None:
+        self._surplus = surplus
         self._models: dict[str, Upstream] = {}
         self._client: aiohttp.ClientSession | None = None
         self._watchers: list[asyncio.Task] = []
         self._inflight = InflightRequests()
         self._created = 0
         self._started = False
-        self._no_tokenize: set[str] = set()
+        # Models whose upstream had no /tokenize, and when that was seen (asked again after NO_TOKENIZE_RECHECK_S).
+        self._no_tokenize: dict[str, float] = {}
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -128,15 +136,15 @@ class UpstreamRegistry:
             {"id": name, "object": "model", "created": self._created, "owned_by": "batchd"} for name in self._models
         ]
 
-    def engine_state(self, model: str) -> str:
+    def engine_state(self, model: str) -> EngineState:
         """``ready`` while one of the model's URLs is in the rotation, ``dead`` while none is."""
         upstream = self._models.get(model)
         if upstream is None or not self._started:
-            return "stopped"
-        return "ready" if upstream.pool.any_up else "dead"
+            return EngineState.STOPPED
+        return EngineState.READY if upstream.pool.any_up else EngineState.DEAD
 
     def engine_ready(self, model: str) -> bool:
-        return self.engine_state(model) == "ready"
+        return self.engine_state(model) == EngineState.READY
 
     def endpoints_for(self, model: str) -> set[str]:
         upstream = self._models.get(model)
@@ -144,7 +152,7 @@ class UpstreamRegistry:
 
     def suggested_concurrency(self, model: str) -> int:
         capacity = self._require(model).pool.capacity()
-        return capacity + max(1, int(capacity * _SURPLUS))
+        return capacity + int(capacity * self._surplus)
 
     def status(self) -> UpstreamStatus:
         """Every URL's state, window and outstanding requests, by model (for ``/health``)."""
@@ -160,18 +168,24 @@ class UpstreamRegistry:
         return problem
 
     async def count_prompt_tokens(self, endpoint: str, bodies: Sequence[Any]) -> list[int]:
-        """From the upstream's ``/tokenize``; estimated for a model whose upstream has none
-        (asked once per model and process) or cannot answer now."""
+        """From the upstream's ``/tokenize`` (a line it fails to count, after retries, is
+        estimated alone); all estimated for a model whose upstream has no ``/tokenize`` (asked
+        again every NO_TOKENIZE_RECHECK_S)."""
         first = bodies[0] if bodies else None
         upstream = self._models.get(str(first.get("model"))) if isinstance(first, dict) else None
         canonical = normalize_endpoint(endpoint)
-        if upstream is None or canonical is None or self._client is None or upstream.spec.name in self._no_tokenize:
+        if upstream is None or canonical is None or self._client is None:
+            return estimate_all(endpoint, bodies)
+        name = upstream.spec.name
+        missing_since = self._no_tokenize.get(name)
+        if missing_since is not None and time.monotonic() - missing_since < NO_TOKENIZE_RECHECK_S:
             return estimate_all(endpoint, bodies)
         counts = await tokenize_counts(self._client, upstream, canonical, bodies)
         if counts is None:
-            log.info("upstream model %s: no /tokenize; prompt tokens are estimated", upstream.spec.name)
-            self._no_tokenize.add(upstream.spec.name)
+            log.info("upstream model %s: no /tokenize; prompt tokens are estimated", name)
+            self._no_tokenize[name] = time.monotonic()
             return estimate_all(endpoint, bodies)
+        self._no_tokenize.pop(name, None)
         return counts
 
     async def execute(self, endpoint: str, body: Any, request_id: str, priority: int = 0) -> LineResult:
@@ -230,7 +244,7 @@ class UpstreamRegistry:
         upstream = self._models.get(model)
         if upstream is None:
             return None
-        if upstream.pool.targets and all(t.state == "no_model" for t in upstream.pool.targets):
+        if upstream.pool.targets and all(t.state == UpstreamState.NO_MODEL for t in upstream.pool.targets):
             return None  # every URL answers and none serves it: a typo in `model`, not an outage
         return upstream.spec.endpoints
 

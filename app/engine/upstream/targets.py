@@ -16,9 +16,10 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Literal
 
+from app.core.statuses import UpstreamState
+
 log = logging.getLogger("batchd.upstream")
 
-State = Literal["up", "down", "no_model"]
 # Whether lines to a URL carry vLLM's ``priority``: "off" (not configured), "on", or
 # "unsupported" (the server answered that priority scheduling is not enabled).
 PriorityState = Literal["off", "on", "unsupported"]
@@ -56,7 +57,7 @@ class Target:
         self.max_window = max_window
         self.window = float(max_window)
         self.outstanding = 0
-        self.state: State = "down"
+        self.state = UpstreamState.DOWN
         self.failures = 0
         self.cooldown = FIRST_COOLDOWN_S
         self.max_cooldown = max(FIRST_COOLDOWN_S, max_cooldown)
@@ -67,7 +68,7 @@ class Target:
 
     @property
     def in_rotation(self) -> bool:
-        return self.state == "up"
+        return self.state == UpstreamState.UP
 
     def has_room(self) -> bool:
         return self.outstanding < int(self.window)
@@ -160,7 +161,7 @@ class TargetPool:
         best = None
         for target in self.targets:
             if (
-                target.state == "up"
+                target.state == UpstreamState.UP
                 and target.outstanding < int(target.window)
                 and (best is None or target.outstanding < best.outstanding)
             ):
@@ -193,23 +194,23 @@ class TargetPool:
         """A connection failure or a 502/503/504; several in a row take the URL out."""
         target.failures += 1
         if target.failures >= FAILURES_TO_EJECT and target.in_rotation:
-            self.set_state(target, "down", why)
+            self.set_state(target, UpstreamState.DOWN, why)
 
-    def set_state(self, target: Target, state: State, why: str = "") -> None:
+    def set_state(self, target: Target, state: UpstreamState, why: str = "") -> None:
         """Discovery's verdict, or an ejection; a URL out of rotation is probed after its cooldown."""
         if state == target.state:
             if (
-                state == "up"
+                state == UpstreamState.UP
                 and target.window < target.max_window
                 and (time.monotonic() - target._last_decrease >= RESTORE_AFTER_S)
             ):
                 target.window = float(target.max_window)
-            elif state != "up":  # still failing: wait longer before the next probe
+            elif state != UpstreamState.UP:  # still failing: wait longer before the next probe
                 target.cooldown = min(target.max_cooldown, target.cooldown * 2)
                 target.down_until = time.monotonic() + target.cooldown
             return
         previous, target.state = target.state, state
-        if state == "up":
+        if state == UpstreamState.UP:
             target.failures = 0
             target.cooldown = FIRST_COOLDOWN_S
             if target._priority_configured:
@@ -218,5 +219,5 @@ class TargetPool:
             self._wake()
         else:
             target.down_until = time.monotonic() + target.cooldown
-            level = logging.WARNING if previous == "up" else logging.INFO
+            level = logging.WARNING if previous == UpstreamState.UP else logging.INFO
             log.log(level, "upstream %s (%s) left the rotation (%s): %s", target.url, self.model, state, why)

@@ -23,6 +23,7 @@ import orjson
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_before_delay, wait_exponential_jitter
 
 from app.core.errors import error_envelope
+from app.core.tracing import with_trace_headers
 from app.engine.config.upstream import UpstreamSpec
 from app.engine.errors import EngineDeadError
 from app.engine.upstream.targets import Target, TargetPool
@@ -165,12 +166,13 @@ async def _attempt(
     try:
         timeout = aiohttp.ClientTimeout(total=max(0.001, min(spec.timeout_s, deadline - time.monotonic())))
         data = sending.for_target(target)
-        status, raw, retry_after = await _post(client, target.url + path, data, upstream.headers, timeout)
+        headers = with_trace_headers(upstream.headers)
+        status, raw, retry_after = await _post(client, target.url + path, data, headers, timeout)
         if sending.without_priority is not None and data is sending.body and refuses_priority(status, raw):
             # Not the line's fault: the same URL, at once, without the field.
             target.refuses_priority(spec.name)
             status, raw, retry_after = await _post(
-                client, target.url + path, sending.without_priority, upstream.headers, timeout
+                client, target.url + path, sending.without_priority, headers, timeout
             )
     except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
         pool.overloaded(target)

@@ -20,7 +20,10 @@ REGISTRY_TESTS = Path(__file__).with_name("test_registry.py")
 
 
 def _launch(work_dir: Path) -> list[head_start.BackgroundRun]:
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", str(REGISTRY_TESTS)]
+    # No per-test timeout in that session: its engines start in the low-share group, where under a
+    # busy suite they may wait past pytest's 900 s before this test takes them; the wait below
+    # bounds the session once it runs at the full share.
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "timeout=0", "-rA", str(REGISTRY_TESTS)]
     # Its output as a terminal shows it: anything printed at exit lands after the summary.
     env = {**os.environ, IN_OWN_SESSION: "1"}
     return [head_start.BackgroundRun(cmd, work_dir, cwd=REPO, env=env, merge_stderr=True)]

@@ -9,6 +9,8 @@ its own, started by test_clean_exit.py; to run it alone:
 from __future__ import annotations
 
 import asyncio
+import copy
+import json
 import math
 import os
 import time
@@ -233,7 +235,7 @@ def test_validate_line(registry):
     assert (problem.code, problem.param) == ("unsupported_endpoint", "url")
 
     problem = registry.validate_line("/v1/moderations", chat_body())
-    assert (problem.code, problem.param) == ("invalid_url", "url")
+    assert (problem.code, problem.param) == ("url_mismatch", "url")
 
     problem = registry.validate_line("/v1/embeddings", {"model": MINILM_NAME, "input": "x", "encoding_format": "bytes"})
     assert (problem.code, problem.param) == ("invalid_request", "body.encoding_format")
@@ -289,6 +291,97 @@ def test_cancelling_the_caller_is_not_an_abort(registry, run):
     run(scenario())
     # The engine is still healthy and serves the next line.
     assert run(registry.execute(CHAT, chat_body(), "after-cancel")).status_code == 200
+
+
+# Lines the lean chat path answers (app/engine/local/fast_chat.py), each compared with the
+# serving class's answer to the same line.
+FAST_LINES = [
+    chat_body(),
+    chat_body(max_tokens=None, max_completion_tokens=7),
+    chat_body(seed=7, user="someone", metadata={"team": "a"}, n=1, stream=False, logprobs=False),
+    chat_body(stop=["e", " t"], max_tokens=30),
+    chat_body(stop_token_ids=[5, 6], max_tokens=30, include_stop_str_in_output=True),
+    chat_body(max_tokens=20, ignore_eos=True, top_p=0.9, top_k=5, repetition_penalty=1.1, frequency_penalty=0.5),
+    {
+        **chat_body(),
+        "messages": [
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": "Hello."},
+            {"role": "user", "content": [{"type": "text", "text": "Two"}, {"type": "text", "text": "parts"}]},
+        ],
+    },
+]
+# Lines the lean path leaves to the serving class (what they need, or an error it reports).
+SERVING_LINES = [
+    chat_body(logprobs=True, top_logprobs=2),
+    chat_body(n=2),
+    chat_body(echo=True),
+    chat_body(response_format={"type": "json_object"}),
+    chat_body(max_tokens=5000),
+    chat_body("hello " * 3000),
+    {**chat_body(), "messages": [{"role": "user", "content": "Hi", "name": "ann"}]},
+    {**chat_body(), "messages": [{"role": "developer", "content": "Hi"}]},
+    chat_body(tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]),
+]
+
+
+def _comparable(reply):
+    status, body = reply
+    assert body.get("id", "chatcmpl-").startswith("chatcmpl-")
+    # Field order too: the lines are written as these dicts serialise.
+    return status, json.dumps({k: v for k, v in body.items() if k not in ("id", "created")})
+
+
+def test_fast_chat_path_answers_what_the_serving_class_answers(registry, run, monkeypatch):
+    engine = registry._engines[TINY_CHAT_NAME]
+    fast = engine.fast_chat
+    assert fast is not None, "the tiny chat model qualifies for the lean path"
+    fast_lines = []
+    fast_run = fast.run
+
+    async def recording(line):
+        fast_lines.append(line.request_id)
+        return await fast_run(line)
+
+    monkeypatch.setattr(fast, "run", recording)
+    bodies = FAST_LINES + SERVING_LINES
+
+    async def answers():
+        return await asyncio.gather(*(engine.run(CHAT, copy.deepcopy(b)) for b in bodies))
+
+    lean = run(answers())
+    assert len(fast_lines) == len(FAST_LINES)
+    monkeypatch.setattr(engine, "fast_chat", None)
+    serving = run(answers())
+    for body, lean_reply, serving_reply in zip(bodies, lean, serving, strict=True):
+        assert _comparable(lean_reply) == _comparable(serving_reply), body
+    assert [status for status, _ in lean] == [200] * len(FAST_LINES) + [200, 400, 200, 200, 400, 400, 200, 200, 400]
+    assert "maximum context length" in lean[len(FAST_LINES) + 5][1]["error"]["message"]
+    # The stop strings did stop a line (the comparison covers stop_reason).
+    assert lean[3][1]["choices"][0]["stop_reason"] in ("e", " t"), lean[3]
+
+
+def test_fast_chat_path_passes_the_serving_class_sampling(registry, run, monkeypatch):
+    """Default max_tokens (the context left after the prompt) and the model's generation
+    defaults reach the engine as the serving class sends them; the lines stop at the engine."""
+    engine = registry._engines[TINY_CHAT_NAME]
+    sent = []
+
+    def recording(prompt, params, request_id, **kwargs):
+        sent.append((prompt["prompt_token_ids"], repr(params), kwargs.get("priority")))
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(engine.llm, "generate", recording)
+    body = chat_body(max_tokens=None, priority=3)
+    fast = engine.fast_chat
+    replies = [run(engine.run(CHAT, copy.deepcopy(body)))]
+    monkeypatch.setattr(engine, "fast_chat", None)
+    replies.append(run(engine.run(CHAT, copy.deepcopy(body))))
+    assert replies[0] == replies[1] and replies[0][0] == 500
+    assert sent[0] == sent[1]
+    assert f"max_tokens={2048 - len(sent[0][0])}," in sent[0][1]
+    assert fast is not None
 
 
 def test_not_ready_before_start():

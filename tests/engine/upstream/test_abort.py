@@ -12,6 +12,7 @@ from app.engine.config.upstream import UpstreamSpec
 from app.engine.errors import RequestAborted
 from app.engine.upstream.registry import UpstreamRegistry
 from harness.fake_fleet import FakeFleet
+from harness.poll import wait_until_async
 
 ENDPOINT = "/v1/chat/completions"
 BODY = {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}
@@ -30,11 +31,12 @@ async def _registry(fleet: FakeFleet) -> UpstreamRegistry:
     return registry
 
 
-async def _in_flight(registry: UpstreamRegistry, request_id: str) -> asyncio.Task:
+async def _in_flight(registry: UpstreamRegistry, fleet: FakeFleet, request_id: str) -> asyncio.Task:
+    """Start a line and return once the fleet has received its request (it answers 3 s later)."""
+    received = fleet.stats().get("requests", 0)
     line = asyncio.create_task(registry.execute(ENDPOINT, BODY, request_id))
-    while request_id not in registry._inflight.tasks:
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.2)  # the request is at the fleet
+    await wait_until_async(lambda: fleet.stats().get("requests", 0) > received, 10, f"{request_id} at the fleet")
+    assert request_id in registry._inflight.tasks and not line.done()
     return line
 
 
@@ -42,7 +44,10 @@ def test_abort_raises_request_aborted_in_that_line_only(slow_fleet):
     async def scenario() -> None:
         registry = await _registry(slow_fleet)
         try:
-            aborted, other = await _in_flight(registry, "req-a"), await _in_flight(registry, "req-b")
+            aborted, other = (
+                await _in_flight(registry, slow_fleet, "req-a"),
+                await _in_flight(registry, slow_fleet, "req-b"),
+            )
             assert await registry.abort("req-a") is True
             with pytest.raises(RequestAborted):
                 await aborted
@@ -62,11 +67,11 @@ def test_cancelling_the_caller_stays_a_cancel_even_when_aborted_too(slow_fleet):
     async def scenario() -> None:
         registry = await _registry(slow_fleet)
         try:
-            line = await _in_flight(registry, "req-c")
+            line = await _in_flight(registry, slow_fleet, "req-c")
             line.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await line
-            both = await _in_flight(registry, "req-d")
+            both = await _in_flight(registry, slow_fleet, "req-d")
             both.cancel()
             await registry.abort("req-d")
             with pytest.raises(asyncio.CancelledError):
@@ -81,7 +86,7 @@ def test_cancelling_the_caller_stays_a_cancel_even_when_aborted_too(slow_fleet):
 def test_shutdown_aborts_lines_in_flight(slow_fleet):
     async def scenario() -> None:
         registry = await _registry(slow_fleet)
-        line = await _in_flight(registry, "req-e")
+        line = await _in_flight(registry, slow_fleet, "req-e")
         await asyncio.wait_for(registry.shutdown(), 2)  # well before the fleet's 3 s answer
         with pytest.raises(RequestAborted):
             await line

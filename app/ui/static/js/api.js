@@ -42,9 +42,10 @@ export async function api(path, { method = "GET", json, form, raw = false } = {}
   return raw ? response : response.json();
 }
 
-/** Downloads a file's content through the API (a plain link could not send the Bearer header). */
-export async function downloadFile(fileId, filename) {
-  const response = await api(`/files/${encodeURIComponent(fileId)}/content`, { raw: true });
+/** Downloads a file's content through the API (a plain link could not send the Bearer header);
+ *  `scope` is an admin's `?project=...` for another project's file. */
+export async function downloadFile(fileId, filename, scope = "") {
+  const response = await api(`/files/${encodeURIComponent(fileId)}/content${scope}`, { raw: true });
   const url = URL.createObjectURL(await response.blob());
   const link = document.createElement("a");
   link.href = url;

@@ -1,13 +1,19 @@
-// One batch: progress, timeline, usage, throughput chart, result files, validation errors, cancel.
+// One batch: progress, timeline, usage, throughput chart, results as they arrive, result files,
+// validation errors, cancel, retry.
 
 import { api, downloadFile } from "./api.js";
+import { projectQuery } from "./scope.js";
 import { throughputChart } from "./chart.js";
 import { errorBox, h, replace } from "./dom.js";
 import * as fmt from "./format.js";
+import { resultsPanel } from "./results.js";
 import { currentRate, eta, isActive, progressBar, sample, statusBadge, throughputSeries } from "./stats.js";
 
 const REFRESH_MS = 1000;
 const CANCELLABLE = new Set(["validating", "in_progress", "finalizing"]);
+// An ended batch has lines to retry unless every line succeeded (POST /retry answers 400 then).
+const retryable = (batch) =>
+  ["failed", "expired", "cancelled"].includes(batch.status) || (batch.status === "completed" && batch.request_counts.failed > 0);
 const TIMELINE = [
   ["created_at", "created (validating)"],
   ["in_progress_at", "in progress"],
@@ -19,53 +25,65 @@ const TIMELINE = [
   ["expired_at", "expired"],
 ];
 
-export function batchPage(root, ctx, batchId) {
-  // The title row and the files table persist between refreshes, so the cancel and download
-  // buttons are never swapped out under a click; the rest is redrawn every second.
+export function batchPage(root, ctx, batchId, params) {
+  // The title row, the results and the files table persist between refreshes, so the cancel,
+  // retry and download buttons are never swapped out under a click; the rest is redrawn every second.
+  // `?project=` (an admin's view of another project's batch) goes on every call.
+  const scope = projectQuery(params.get("project"));
   const status = h("span", { id: "batch-status" });
   const message = h("div", { id: "batch-message" });
   const showError = (error) => replace(message, errorBox(error));
   let batch = null;
   const cancelButton = h("button", { id: "cancel-batch", class: "danger", type: "button", hidden: true,
-    onclick: () => cancel(batch, message, ctx) }, "Cancel batch");
+    onclick: () => cancel(batch, message, ctx, scope) }, "Cancel batch");
+  const retryButton = h("button", { id: "retry-batch", type: "button", hidden: true,
+    onclick: () => retry(batch, message, scope) }, "Retry failed lines");
+  const origin = h("p", { id: "retry-of", class: "muted", hidden: true });
+  const results = resultsPanel(batchId, scope);
   const body = h("div", {}, h("p", { class: "muted" }, "Loading…"));
   const filesSection = h("div", { id: "batch-files" });
   const page = h("div", { id: "batch", dataset: { batchId } },
-    h("div", { class: "title-row" }, h("h1", {}, batchId), status, h("span", { class: "spacer" }), cancelButton),
-    message, body, filesSection);
+    h("div", { class: "title-row" }, h("h1", {}, batchId), status, h("span", { class: "spacer" }), cancelButton, retryButton),
+    origin, message, body, filesSection, results.element);
   replace(root, h("p", {}, h("a", { href: "#/batches" }, "← Batches")), page);
   const files = new Map(); // file id -> file object (metadata fetched once)
   let shownFiles = null;
 
   ctx.loop(async () => {
     try {
-      batch = await api(`/batches/${encodeURIComponent(batchId)}`);
+      batch = await api(`/batches/${encodeURIComponent(batchId)}${scope}`);
     } catch (error) {
       replace(body, errorBox(error));
       return isGone(error) ? null : REFRESH_MS * 5;
     }
     sample(batch);
-    await loadFiles(batch, files);
+    await loadFiles(batch, files, scope);
     page.dataset.status = batch.status;
     replace(status, statusBadge(batch.status));
     cancelButton.hidden = !CANCELLABLE.has(batch.status);
+    retryButton.hidden = !retryable(batch);
+    if (batch.retry_of && origin.hidden) {
+      replace(origin, "Retry of ", h("a", { href: `#/batch/${encodeURIComponent(batch.retry_of)}` }, batch.retry_of));
+      origin.hidden = false;
+    }
     replace(body, render(batch));
     const fileKey = [batch.input_file_id, batch.output_file_id, batch.error_file_id].join("|");
     if (fileKey !== shownFiles) {
-      replace(filesSection, h("h2", {}, "Files"), fileTable(batch, files, showError));
+      replace(filesSection, h("h2", {}, "Files"), fileTable(batch, files, showError, scope));
       shownFiles = fileKey;
     }
-    return isActive(batch) ? REFRESH_MS : null;
+    if (batch.status !== "validating") results.pull(); // not awaited: a long read never holds up the refresh
+    return isActive(batch) || !results.done ? REFRESH_MS : null;
   });
 }
 
 const isGone = (error) => error.status === 404 || error.status === 401;
 
-async function loadFiles(batch, files) {
+async function loadFiles(batch, files, scope) {
   for (const id of [batch.input_file_id, batch.output_file_id, batch.error_file_id]) {
     if (id && !files.has(id)) {
       try {
-        files.set(id, await api(`/files/${encodeURIComponent(id)}`));
+        files.set(id, await api(`/files/${encodeURIComponent(id)}${scope}`));
       } catch {
         files.set(id, { id, filename: id, bytes: null, missing: true });
       }
@@ -73,15 +91,26 @@ async function loadFiles(batch, files) {
   }
 }
 
-async function cancel(batch, message, ctx) {
+async function cancel(batch, message, ctx, scope) {
   if (!window.confirm(`Cancel ${batch.id}? Lines not yet run will not run.`)) return;
   try {
-    const updated = await api(`/batches/${encodeURIComponent(batch.id)}/cancel`, { method: "POST" });
+    const updated = await api(`/batches/${encodeURIComponent(batch.id)}/cancel${scope}`, { method: "POST" });
     replace(message, h("p", { class: "notice" }, `Cancel requested: ${updated.status}.`));
   } catch (error) {
     replace(message, errorBox(error));
   }
   ctx.refresh();
+}
+
+async function retry(batch, message, scope) {
+  const what = batch.request_counts.failed ? `its ${fmt.count(batch.request_counts.failed)} lines that did not succeed` : "its lines";
+  if (!window.confirm(`Run ${what} again as a new batch?`)) return;
+  try {
+    const again = await api(`/batches/${encodeURIComponent(batch.id)}/retry${scope}`, { method: "POST" });
+    location.hash = `#/batch/${encodeURIComponent(again.id)}${scope}`;
+  } catch (error) {
+    replace(message, errorBox(error));
+  }
 }
 
 function render(batch) {
@@ -136,7 +165,7 @@ function timeline(batch) {
   return h("ol", { class: "timeline", id: "timeline" }, rows);
 }
 
-function fileTable(batch, files, onError) {
+function fileTable(batch, files, onError, scope) {
   const rows = [
     ["input", batch.input_file_id],
     ["output", batch.output_file_id],
@@ -153,7 +182,7 @@ function fileTable(batch, files, onError) {
         "td",
         {},
         file && !file.missing
-          ? h("button", { type: "button", dataset: { download: kind }, onclick: () => downloadFile(id, file.filename).catch(onError) }, "Download")
+          ? h("button", { type: "button", dataset: { download: kind }, onclick: () => downloadFile(id, file.filename, scope).catch(onError) }, "Download")
           : null,
       ),
     );

@@ -1,8 +1,12 @@
-// The batches page: newest first, 20 a page (the `after` cursor), refreshed while any is active.
+// The batches page: newest first, 20 a page (the `after` cursor), filtered as the form says,
+// refreshed while any is active. An admin key sees every project's batches, with a project
+// filter (scope.js).
 
 import { api } from "./api.js";
+import { anyFilter, apiQuery, filterForm, filterQuery, filtersFrom, suggestModels } from "./batch-filters.js";
 import { errorBox, h, replace } from "./dom.js";
 import * as fmt from "./format.js";
+import { projectFilter, projectQuery, scopedList, showProjects } from "./scope.js";
 import { currentRate, eta, isActive, progressBar, sample, statusBadge } from "./stats.js";
 
 const PAGE_SIZE = 20;
@@ -11,49 +15,65 @@ const IDLE_REFRESH_MS = 10000;
 
 export function batchesPage(root, ctx, params) {
   const after = params.get("after");
+  const project = params.get("project") || "";
+  const filters = filtersFrom(params);
+  const form = filterForm(filters, project);
   const table = h("div", { id: "batches" }, h("p", { class: "muted" }, "Loading…"));
   const pager = h("div", { class: "pager" });
-  replace(root, h("h1", {}, "Batches"), table, pager);
+  const filter = projectFilter(project, (p) => (location.hash = `#/batches${filterQuery(filters, null, p)}`));
+  replace(root, h("div", { class: "title-row" }, h("h1", {}, "Batches"), h("span", { class: "spacer" }), filter), form, table, pager);
+  // The model filter suggests the served models (a suggestion only: any model can be typed).
+  api("/models")
+    .then((models) => suggestModels(form, models.data.map((m) => m.id)))
+    .catch(() => {}); // no suggestions then
 
   ctx.loop(async () => {
-    let page;
+    let page, admin;
+    const query = new URLSearchParams(apiQuery(filters));
+    query.set("limit", PAGE_SIZE);
+    if (after) query.set("after", after);
     try {
-      page = await api(`/batches?limit=${PAGE_SIZE}${after ? `&after=${encodeURIComponent(after)}` : ""}`);
+      ({ page, admin } = await scopedList("batches", query, project));
     } catch (error) {
       replace(table, errorBox(error));
       return IDLE_REFRESH_MS;
     }
+    if (admin) showProjects(filter);
     page.data.forEach(sample);
-    replace(table, page.data.length ? batchTable(page.data) : h("p", { class: "muted" }, "No batches yet."));
+    const none = anyFilter(filters) ? "No batches match these filters." : "No batches yet.";
+    replace(table, page.data.length ? batchTable(page.data, admin) : h("p", { class: "muted" }, none));
     replace(
       pager,
-      after ? h("a", { href: "#/batches" }, "← Newest") : null,
-      page.has_more ? h("a", { id: "next-page", href: `#/batches?after=${encodeURIComponent(page.last_id)}` }, "Older →") : null,
+      after ? h("a", { href: `#/batches${filterQuery(filters, null, project)}` }, "← Newest") : null,
+      page.has_more ? h("a", { id: "next-page", href: `#/batches${filterQuery(filters, page.last_id, project)}` }, "Older →") : null,
     );
     return page.data.some(isActive) ? ACTIVE_REFRESH_MS : IDLE_REFRESH_MS;
   });
 }
 
-function batchTable(batches) {
+function batchTable(batches, admin) {
+  const columns = ["Batch", ...(admin ? ["Project"] : []), "Status", "Progress", "Lines/s", "Tokens", "ETA"];
   return h(
     "table",
     { class: "list" },
-    h("thead", {}, h("tr", {}, ["Batch", "Status", "Progress", "Lines/s", "Tokens", "ETA"].map((c) => h("th", {}, c)))),
-    h("tbody", {}, batches.map(batchRow)),
+    h("thead", {}, h("tr", {}, columns.map((c) => h("th", {}, c)))),
+    h("tbody", {}, batches.map((batch) => batchRow(batch, admin))),
   );
 }
 
-function batchRow(batch) {
+function batchRow(batch, admin) {
   const { total, completed, failed } = batch.request_counts;
+  const link = `#/batch/${encodeURIComponent(batch.id)}${admin ? projectQuery(batch.project) : ""}`;
   return h(
     "tr",
     { dataset: { batchId: batch.id, status: batch.status } },
     h(
       "td",
       {},
-      h("a", { href: `#/batch/${encodeURIComponent(batch.id)}` }, batch.id),
+      h("a", { href: link }, batch.id),
       h("div", { class: "muted small" }, `${fmt.time(batch.created_at)} · ${fmt.api(batch)} · ${batch.endpoint}${batch.model ? ` · ${batch.model}` : ""}`),
     ),
+    admin ? h("td", { class: "project" }, batch.project) : null,
     h("td", {}, statusBadge(batch.status)),
     h(
       "td",

@@ -3,6 +3,7 @@
 import { api, downloadFile } from "./api.js";
 import { errorBox, h, replace } from "./dom.js";
 import * as fmt from "./format.js";
+import { projectFilter, projectQuery, scopedList, showProjects } from "./scope.js";
 
 const PAGE_SIZE = 50;
 const PURPOSES = ["batch", "user_data", "assistants", "fine-tune", "vision", "evals"];
@@ -10,6 +11,12 @@ const PURPOSES = ["batch", "user_data", "assistants", "fine-tune", "vision", "ev
 export function filesPage(root, ctx, params) {
   const after = params.get("after");
   const purposeFilter = params.get("purpose") || "";
+  const project = params.get("project") || "";
+  const here = (changes) => {
+    const query = new URLSearchParams({ ...(purposeFilter && { purpose: purposeFilter }), ...(project && { project }), ...changes });
+    for (const [name, value] of [...query]) if (!value) query.delete(name);
+    return `#/files${query.size ? `?${query}` : ""}`;
+  };
   const status = h("div", { id: "upload-status", role: "status" });
   const list = h("div", { id: "files" }, h("p", { class: "muted" }, "Loading…"));
   const pager = h("div", { class: "pager" });
@@ -52,15 +59,16 @@ export function filesPage(root, ctx, params) {
 
   const filter = h(
     "select",
-    { id: "purpose-filter", onchange: (e) => (location.hash = e.target.value ? `#/files?purpose=${e.target.value}` : "#/files") },
+    { id: "purpose-filter", onchange: (e) => (location.hash = here({ purpose: e.target.value })) },
     h("option", { value: "" }, "all purposes"),
     [...PURPOSES, "batch_output"].map((p) => h("option", { value: p, selected: p === purposeFilter }, p)),
   );
+  const projects = projectFilter(project, (p) => (location.hash = here({ project: p })));
   replace(
     root,
     h("h1", {}, "Files"),
     h("section", { class: "upload" }, h("label", {}, "Purpose ", purpose), zone, status),
-    h("div", { class: "title-row" }, h("h2", {}, "Stored files"), h("span", { class: "spacer" }), filter),
+    h("div", { class: "title-row" }, h("h2", {}, "Stored files"), h("span", { class: "spacer" }), projects, filter),
     list,
     pager,
   );
@@ -70,14 +78,13 @@ export function filesPage(root, ctx, params) {
     if (after) query.set("after", after);
     if (purposeFilter) query.set("purpose", purposeFilter);
     try {
-      const page = await api(`/files?${query}`);
-      replace(list, page.data.length ? fileTable(page.data, ctx, status) : h("p", { class: "muted" }, "No files."));
-      const next = new URLSearchParams({ after: page.last_id });
-      if (purposeFilter) next.set("purpose", purposeFilter);
+      const { page, admin } = await scopedList("files", query, project);
+      if (admin) showProjects(projects);
+      replace(list, page.data.length ? fileTable(page.data, ctx, status, admin) : h("p", { class: "muted" }, "No files."));
       replace(
         pager,
-        after ? h("a", { href: purposeFilter ? `#/files?purpose=${purposeFilter}` : "#/files" }, "← Newest") : null,
-        page.has_more ? h("a", { href: `#/files?${next}` }, "Older →") : null,
+        after ? h("a", { href: here({ after: "" }) }, "← Newest") : null,
+        page.has_more ? h("a", { href: here({ after: page.last_id }) }, "Older →") : null,
       );
     } catch (error) {
       replace(list, errorBox(error));
@@ -86,22 +93,25 @@ export function filesPage(root, ctx, params) {
   });
 }
 
-function fileTable(files, ctx, status) {
+function fileTable(files, ctx, status, admin) {
+  const scope = (file) => (admin ? projectQuery(file.project) : "");
   const remove = async (file) => {
     if (!window.confirm(`Delete ${file.filename} (${file.id})?`)) return;
     try {
-      await api(`/files/${encodeURIComponent(file.id)}`, { method: "DELETE" });
+      await api(`/files/${encodeURIComponent(file.id)}${scope(file)}`, { method: "DELETE" });
       replace(status, h("p", { class: "notice" }, `Deleted ${file.id}.`));
     } catch (error) {
       replace(status, errorBox(error));
     }
     ctx.refresh();
   };
-  const download = (file) => downloadFile(file.id, file.filename).catch((error) => replace(status, errorBox(error)));
+  const download = (file) =>
+    downloadFile(file.id, file.filename, scope(file)).catch((error) => replace(status, errorBox(error)));
+  const columns = ["File", ...(admin ? ["Project"] : []), "Name", "Purpose", "Size", "Created", "Expires", ""];
   return h(
     "table",
     { class: "list" },
-    h("thead", {}, h("tr", {}, ["File", "Name", "Purpose", "Size", "Created", "Expires", ""].map((c) => h("th", {}, c)))),
+    h("thead", {}, h("tr", {}, columns.map((c) => h("th", {}, c)))),
     h(
       "tbody",
       {},
@@ -110,6 +120,7 @@ function fileTable(files, ctx, status) {
           "tr",
           { dataset: { fileId: file.id } },
           h("td", { class: "mono" }, file.id),
+          admin ? h("td", { class: "project" }, file.project) : null,
           h("td", {}, file.filename),
           h("td", {}, file.purpose),
           h("td", { class: "num" }, fmt.bytes(file.bytes)),

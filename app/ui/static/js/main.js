@@ -1,11 +1,16 @@
-// Sign-in and the hash router (#/batches, #/batch/<id>, #/files, #/models, #/queue, #/usage).
+// Sign-in and the hash router (#/batches, #/batch/<id>, #/files, #/models, #/queue, and for admin
+// keys #/usage, #/projects, #/project/<id>, #/audit).
 
+import { isAdmin } from "./admin.js";
 import { api, clearKey, getKey, setKey } from "./api.js";
+import { auditPage } from "./audit.js";
 import { batchPage } from "./batch.js";
 import { batchesPage } from "./batches.js";
 import { h, replace } from "./dom.js";
 import { filesPage } from "./files.js";
 import { modelsPage } from "./models.js";
+import { projectPage } from "./project.js";
+import { projectsPage } from "./projects.js";
 import { queuePage } from "./queue.js";
 import { usagePage } from "./usage.js";
 
@@ -60,15 +65,30 @@ function route() {
   const parts = path.split("/").filter(Boolean);
   current = pageContext();
   const page = parts[0] || "batches";
-  for (const link of nav.querySelectorAll("a")) {
-    link.classList.toggle("active", link.dataset.page === page || (page === "batch" && link.dataset.page === "batches"));
-  }
-  if (page === "batch" && parts[1]) batchPage(main, current, decodeURIComponent(parts[1]));
+  const section = { batch: "batches", project: "projects" }[page] || page;
+  for (const link of nav.querySelectorAll("a")) link.classList.toggle("active", link.dataset.page === section);
+  showAdminPages();
+  if (page === "batch" && parts[1]) batchPage(main, current, decodeURIComponent(parts[1]), params);
   else if (page === "files") filesPage(main, current, params);
   else if (page === "models") modelsPage(main, current, params);
   else if (page === "queue") queuePage(main, current, params);
   else if (page === "usage") usagePage(main, current, params);
+  else if (page === "projects") projectsPage(main, current, params);
+  else if (page === "project" && parts[1]) projectPage(main, current, decodeURIComponent(parts[1]));
+  else if (page === "audit") auditPage(main, current, params);
   else batchesPage(main, current, params);
+}
+
+/** The admin pages' links, for admin keys only (the pages themselves answer others with the API's 403). */
+function showAdminPages() {
+  const key = getKey();
+  isAdmin().then(
+    (admin) => {
+      if (getKey() !== key) return; // signed out or another key meanwhile
+      for (const link of nav.querySelectorAll("a[data-admin]")) link.hidden = !admin;
+    },
+    () => {}, // not known (the server unreachable): left as they are, asked again on the next page
+  );
 }
 
 function signInPage(reason) {
@@ -76,6 +96,7 @@ function signInPage(reason) {
   current = null;
   nav.hidden = true;
   signOutButton.hidden = true;
+  for (const link of nav.querySelectorAll("a[data-admin]")) link.hidden = true;
   const key = h("input", { id: "signin-key", type: "password", autocomplete: "off", placeholder: "bd-…", required: true });
   const message = h("div", { id: "signin-message", role: "alert" }, reason ? h("p", { class: "error" }, reason) : null);
   const form = h(

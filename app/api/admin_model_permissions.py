@@ -1,0 +1,49 @@
+"""Which served models a project may use (`/v1/organization/projects/{project_id}/model_permissions`,
+as `client.admin.organization.projects.model_permissions.*` calls them)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends
+
+from app.api.admin_deps import ADMIN_RESPONSES
+from app.api.admin_projects import JsonObject
+from app.api.deps import AdminDep, CallerDep, SessionDep
+from app.schemas.admin import ModelPermissionsDeleted, ModelPermissionsObject, ModelPermissionsParams
+from app.schemas.common import json_body, validated
+from app.services.model_permissions import ModelPermissions
+
+router = APIRouter(
+    prefix="/organization/projects/{project_id}/model_permissions",
+    tags=["admin"],
+    responses=ADMIN_RESPONSES,
+    dependencies=[AdminDep],
+)
+
+
+async def get_model_permissions(session: SessionDep, caller: CallerDep) -> ModelPermissions:
+    return ModelPermissions(session, caller)
+
+
+ModelPermissionsDep = Annotated[ModelPermissions, Depends(get_model_permissions)]
+
+
+@router.get("", response_model=ModelPermissionsObject)
+async def retrieve_model_permissions(project_id: str, permissions: ModelPermissionsDep) -> ModelPermissionsObject:
+    return await permissions.get(project_id)
+
+
+@router.post("", response_model=ModelPermissionsObject, openapi_extra=json_body(ModelPermissionsParams))
+async def update_model_permissions(
+    project_id: str, permissions: ModelPermissionsDep, body: JsonObject = None
+) -> ModelPermissionsObject:
+    """From the next batch validated, lines naming a model the project may not use fail."""
+    return await permissions.set(project_id, validated(ModelPermissionsParams, body or {}))
+
+
+@router.delete("", response_model=ModelPermissionsDeleted)
+async def delete_model_permissions(project_id: str, permissions: ModelPermissionsDep) -> ModelPermissionsDeleted:
+    """Every served model again."""
+    await permissions.set(project_id, None)
+    return ModelPermissionsDeleted()

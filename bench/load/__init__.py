@@ -1,1 +1,0 @@
-"""Load test: many concurrent API clients against one `batchd serve` while batches run."""

@@ -1,0 +1,12 @@
+"""One migrated database per backend for the worker tests (each test empties it first)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.worker.support import migrated_database
+
+
+@pytest.fixture(scope="session")
+def db_url(database_factory, tmp_path_factory) -> str:
+    return migrated_database(database_factory, tmp_path_factory.mktemp("worker-db"))

@@ -1,0 +1,107 @@
+"""A migrated database (SQLite or Postgres, by the `backend` parameter) and rows put straight into
+it, for driving the worker's claim, lease and finalize decisions without a server or an engine."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from app.core.statuses import BatchStatus
+from app.db.base import Base
+from app.db.engine import Database
+from app.db.migrate import upgrade_sync
+from app.db.models import Batch
+from app.db.repositories.batches import BatchRepository, Claim, LineRow
+from app.db.repositories.shards import ShardClaim, ShardRepository, ShardSpan
+from app.pipeline.chunk_lines import encode
+from app.storage.base import BlobStore
+
+PROJECT = "p"
+LEASE = 10.0
+# Far in the future: a batch that does not expire during a test.
+NEVER = 2**40
+
+Scenario = Callable[[Database], Awaitable[None]]
+
+
+def migrated_database(database_factory, tmp_path: Path) -> str:
+    """The URL of a database of the backend's kind, migrated to head."""
+    url = database_factory() or f"sqlite+aiosqlite:///{tmp_path / 'batchd.db'}"
+    upgrade_sync(url)
+    return url
+
+
+def run_on_database(url: str, scenario: Scenario) -> None:
+    """Run `scenario` against the database at `url`, emptied first (it is migrated once and
+    shared by the worker tests: migrating takes longer than the tests)."""
+
+    async def main() -> None:
+        db = Database(url)
+        try:
+            async with db.write() as session:
+                for table in reversed(Base.metadata.sorted_tables):
+                    await session.execute(table.delete())
+            await scenario(db)
+        finally:
+            await db.dispose()
+
+    asyncio.run(main())
+
+
+async def add_batch(
+    db: Database,
+    batch_id: str,
+    status: BatchStatus,
+    *,
+    expires_at: int = NEVER,
+    in_progress_at: int | None = None,
+    total: int = 0,
+    input_file_id: str = "file-in",
+) -> None:
+    async with db.write() as session:
+        session.add(
+            Batch(
+                id=batch_id,
+                project=PROJECT,
+                endpoint="/v1/chat/completions",
+                input_file_id=input_file_id,
+                completion_window="24h",
+                status=status,
+                created_at=0,
+                expires_at=expires_at,
+                in_progress_at=in_progress_at,
+                total=total,
+            )
+        )
+
+
+async def add_shards(db: Database, batch_id: str, spans: list[ShardSpan]) -> None:
+    async with db.write() as session:
+        await ShardRepository(session).add_all(batch_id, spans)
+
+
+async def load(db: Database, batch_id: str) -> Batch:
+    async with db.read() as session:
+        batch = await BatchRepository(session).load(batch_id)
+    assert batch is not None
+    return batch
+
+
+async def claim_batch(db: Database, owner: str, now: float, skip: tuple[str, ...] = ()) -> Claim | None:
+    async with db.write() as session:
+        return await BatchRepository(session).claim(owner, now, LEASE, list(skip))
+
+
+async def claim_shard(db: Database, owner: str, now: float, **kwargs) -> ShardClaim | None:
+    async with db.write() as session:
+        return await ShardRepository(session).claim(owner, now, LEASE, **kwargs)
+
+
+async def record(db: Database, store: BlobStore, claim: ShardClaim, rows: list[LineRow], blob_id: str) -> int:
+    """What a checkpoint write does: the chunk's blob first, then its row and the counters."""
+    writer = store.new_writer(PROJECT, blob_id)
+    writer.write(encode(rows))
+    await store.commit(writer, PROJECT, blob_id)
+    async with db.write() as session:
+        return await ShardRepository(session).record_lines(claim, rows, blob_id)
