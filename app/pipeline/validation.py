@@ -14,6 +14,7 @@ from app.engine.protocol import LineChecker
 from app.pipeline.id_set import CustomIdSet
 from app.pipeline.jsonl import LineSplitter
 from app.pipeline.lines import BadLine, parse_line
+from app.pipeline.prefix_order import PrefixOrder
 from app.pipeline.shards import ShardCutter
 
 
@@ -27,16 +28,18 @@ class ValidationResult:
     prompt_tokens: int | None = None
     # The same count per model (a Message Batch's requests may name several); empty when not counted.
     tokens_by_model: dict[str, int] = field(default_factory=dict)
+    # Every valid line's place in the prefix order, when asked for one (else None).
+    order: PrefixOrder | None = None
 
 
 # Lines whose prompt tokens are counted in one call (the tokenizer encodes them as one batch).
 TOKEN_CHUNK = 512
 
 
-async def _feed(validator: _Validator, lines: Iterable[tuple[int, int, bytes]]) -> bool:
+async def _feed(validator: _Validator, lines: Iterable[tuple[int, int, bytes]], chunk: bytes = b"") -> bool:
     """Check a chunk's lines in a thread: a chunk is thousands of lines of CPU work, and the
     event loop must keep serving meanwhile (the lease heartbeat, the API). Then count their tokens."""
-    going = await asyncio.to_thread(validator.feed, lines)
+    going = await asyncio.to_thread(validator.feed, lines, chunk)
     await validator.count_tokens()
     return going
 
@@ -60,6 +63,7 @@ class _Validator:
         shard_lines: int,
         count_tokens: bool,
         per_request: bool,
+        order: PrefixOrder | None,
     ) -> None:
         self.endpoint = endpoint
         self.checker = checker
@@ -70,13 +74,16 @@ class _Validator:
         self.fallback_model: str | None = None
         self.custom_ids = CustomIdSet()
         self.cutter = ShardCutter(shard_lines)
-        self.result = ValidationResult(shards=self.cutter, prompt_tokens=0 if count_tokens else None)
+        self.result = ValidationResult(shards=self.cutter, prompt_tokens=0 if count_tokens else None, order=order)
         self.valid_bodies: list[dict] = []  # checked since the last count: a chunk's at most
 
-    def feed(self, lines: Iterable[tuple[int, int, bytes]]) -> bool:
-        """Check `lines` (line number, byte offset, line); False when validation must stop (too
-        many lines or errors). Plain CPU work: the caller runs it in a thread, off the event loop."""
+    def feed(self, lines: Iterable[tuple[int, int, bytes]], chunk: bytes = b"") -> bool:
+        """Check `lines` (line number, byte offset, line) of `chunk` (spooled when ordering);
+        False when validation must stop (too many lines or errors). Plain CPU and disk work: the
+        caller runs it in a thread, off the event loop."""
         result = self.result
+        if result.order is not None:
+            result.order.spool(chunk)
         for line_no, offset, raw in lines:
             if not raw.strip():
                 continue
@@ -86,14 +93,14 @@ class _Validator:
                 message = f"The batch input file contains more than the maximum of {self.max_lines} requests."
                 result.errors.append(_error(LineErrorCode.TOO_MANY_TASKS, message, line_no))
                 return False
-            error = self.check(line_no, raw)
+            error = self.check(line_no, offset, raw)
             if error is not None:
                 result.errors.append(error)
                 if len(result.errors) >= self.max_errors:
                     return False
         return True
 
-    def check(self, line_no: int, raw: bytes) -> dict | None:
+    def check(self, line_no: int, offset: int, raw: bytes) -> dict | None:
         line = parse_line(line_no, raw, self.endpoint)
         if line is None:  # blank: feed skips those
             return None
@@ -107,7 +114,10 @@ class _Validator:
                 line_no,
                 "custom_id",
             )
-        return self._check_body(line_no, line.body)
+        error = self._check_body(line_no, line.body)
+        if error is None and self.result.order is not None:
+            self.result.order.add(offset, len(raw), line.body)
+        return error
 
     def _check_body(self, line_no: int, body: dict) -> dict | None:
         if self.per_request:
@@ -174,11 +184,13 @@ async def validate_input_file(
     shard_lines: int,
     count_tokens: bool = False,
     per_request: bool = False,
+    order: PrefixOrder | None = None,
 ) -> ValidationResult:
     """Check every line of the streamed file; on the way, cut it into shards of `shard_lines`
     requests, each starting at the byte offset of its first request line, and with
     `count_tokens` count the prompt tokens of the lines, TOKEN_CHUNK lines a tokenizer call.
-    With `per_request` (Anthropic's rule) a line's body is not checked here: it fails alone when it runs."""
+    With `per_request` (Anthropic's rule) a line's body is not checked here: it fails alone when it runs.
+    With `order`, the file is spooled into it and every valid line gets its place in the prefix order."""
     validator = _Validator(
         endpoint,
         checker,
@@ -187,10 +199,11 @@ async def validate_input_file(
         shard_lines=shard_lines,
         count_tokens=count_tokens,
         per_request=per_request,
+        order=order,
     )
     splitter = LineSplitter()
     async for chunk in chunks:
-        if not await _feed(validator, splitter.feed(chunk)):
+        if not await _feed(validator, splitter.feed(chunk), chunk):
             break
     else:  # read to the end: the last line, when it has no newline
         await _feed(validator, splitter.end())

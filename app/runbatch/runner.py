@@ -21,7 +21,7 @@ from app.engine.protocol import Engines
 from app.pipeline.executor import LineExecutor, LineOutcome
 from app.pipeline.jsonl import split_lines
 from app.pipeline.lines import InputLine, dumps, parse_line
-from app.pipeline.ordering import grouped_by_prefix
+from app.pipeline.prefix_order import in_prefix_order
 from app.runbatch.progress import Progress
 from app.runbatch.resume import Finished, finished_lines
 from app.runbatch.retry_failed import Failed, failed_lines
@@ -59,7 +59,7 @@ def model_spec(options: RunBatchOptions) -> ModelSpec:
 
 async def _lines_to_run(
     options: RunBatchOptions, skip: Finished, retry: Failed | None, errors: LineSink, progress: Progress
-) -> AsyncIterator[InputLine]:
+) -> AsyncIterator[tuple[bytes, InputLine]]:
     anonymous = 0  # input lines so far that gave no custom_id
     found: set[str] = set()
     async for line_no, raw in split_lines(input_chunks(options.input)):
@@ -79,7 +79,7 @@ async def _lines_to_run(
             if custom_id in skip.custom_ids:  # already written before --resume
                 continue
         if isinstance(line, InputLine):
-            yield line
+            yield raw, line
         else:  # refused: an error line, written now, in input order
             errors.write(dumps(line.error_record()).encode())
             progress.update(ok=False)
@@ -117,7 +117,9 @@ async def run_batch(options: RunBatchOptions, registry: Engines) -> Progress:
 
     try:
         executor = LineExecutor(registry, registry.suggested_concurrency(name))
-        lines = grouped_by_prefix(_lines_to_run(options, skip, retry, errors, progress))
+        # The whole input in prompt-prefix order (the server's order too), spooled beside the output.
+        spool_dir = Path(options.output_tmp_dir) if options.output_tmp_dir else None
+        lines = in_prefix_order(_lines_to_run(options, skip, retry, errors, progress), spool_dir)
         await executor.run(lines, record, asyncio.Event())
         await output.finish()
         if errors is not output:

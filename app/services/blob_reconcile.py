@@ -1,13 +1,15 @@
 """Orphan blobs: a blob can outlive its file row when the process dies between a delete's commit
 and the blob's removal, or between an upload's blob commit and its row's commit. This pass
-removes every blob that no live row (file, upload part, checkpoint chunk) names, once it is old enough that no upload (of this or
-another replica) can still be about to commit its row."""
+removes every blob that no live row (file, upload part, checkpoint chunk, a running batch's ordered
+input) names, once it is old enough that no upload (of this or another replica) can still be about
+to commit its row."""
 
 from __future__ import annotations
 
 import logging
 
 from app.db.engine import Database
+from app.db.repositories.batches import BatchRepository
 from app.db.repositories.chunks import ChunkRepository
 from app.db.repositories.files import FileRepository
 from app.db.repositories.uploads import UploadRepository
@@ -29,6 +31,8 @@ async def remove_orphan_blobs(db: Database, store: BlobStore, min_age_seconds: f
         async for project, part_id in UploadRepository(session).part_ids():  # Uploads API parts
             candidates.discard(store.blob_name(project, part_id))
         async for project, blob_id in ChunkRepository(session).blob_ids():  # checkpoints in flight
+            candidates.discard(store.blob_name(project, blob_id))
+        async for project, blob_id in BatchRepository(session).ordered_inputs():  # shards' sources
             candidates.discard(store.blob_name(project, blob_id))
     for name in candidates:
         await store.delete_named(name)

@@ -20,6 +20,7 @@ from app.core.statuses import (
 from app.db.models import Batch
 from app.db.repositories.batches import BatchRepository, Claim
 from app.db.repositories.shards import ShardRepository
+from app.pipeline.prefix_order import PrefixOrder
 from app.pipeline.shards import cut_shards
 from app.pipeline.validation import ValidationResult, validate_input_file
 from app.services.model_permissions import checker_for
@@ -29,6 +30,7 @@ from app.services.webhook_outbox import enqueue_batch_event
 from app.worker.context import WorkerContext
 from app.worker.finalize import finalize
 from app.worker.leases import holding_lease
+from app.worker.ordered_input import wants_order, write_ordered_input
 
 log = logging.getLogger("batchd.worker")
 
@@ -112,18 +114,28 @@ class BatchRun:
         daily = await daily_limits(self.ctx.db, batch.project)
         count_tokens = limit is not None or bool(daily)
         anthropic = batch.api == BATCH_API_ANTHROPIC
-        result = await validate_input_file(
-            self.ctx.store.read(batch.project, batch.input_file_id),
-            batch.endpoint,
-            await checker_for(self.ctx.db, batch.project, self.ctx.registry),
-            max_lines=settings.max_message_batch_requests if anthropic else settings.max_batch_lines,
-            max_errors=settings.max_validation_errors,
-            shard_lines=settings.shard_lines,
-            count_tokens=count_tokens,
-            per_request=anthropic,
-        )
+        order = PrefixOrder(self.ctx.data_dir) if wants_order(batch, anthropic) else None
+        try:
+            result = await validate_input_file(
+                self.ctx.store.read(batch.project, batch.input_file_id),
+                batch.endpoint,
+                await checker_for(self.ctx.db, batch.project, self.ctx.registry),
+                max_lines=settings.max_message_batch_requests if anthropic else settings.max_batch_lines,
+                max_errors=settings.max_validation_errors,
+                shard_lines=settings.shard_lines,
+                count_tokens=count_tokens,
+                per_request=anthropic,
+                order=order,
+            )
+            ordered_input, spans = None, result.shards.spans() if result.shards else []
+            if order is not None and not result.errors and len(order) > settings.shard_lines:
+                ordered_input, spans = await write_ordered_input(self.ctx.store, batch, order, settings.shard_lines)
+        finally:
+            if order is not None:
+                order.close()
         await fault_point("validating", self.ctx.data_dir)
         now = int(time.time())
+        started = False
         async with self.ctx.db.write() as session:
             if not result.errors and count_tokens:
                 over = await enqueue_tokens(
@@ -148,9 +160,12 @@ class BatchRun:
                 total=result.total,
                 model=result.model,
                 prompt_tokens=result.prompt_tokens,
+                ordered_input=ordered_input,
             ):
-                assert result.shards is not None, "a valid file is cut into shards"
-                await ShardRepository(session).add_all(batch.id, result.shards.spans())
+                await ShardRepository(session).add_all(batch.id, spans)
+                started = True
+        if ordered_input is not None and not started:  # refused, or cancelled meanwhile
+            await self.ctx.store.delete(batch.project, ordered_input)
         return result
 
     async def _finish_running(self, batch: Batch) -> bool:

@@ -111,7 +111,7 @@ async def _merge_with_input(
     """A shard some of whose lines never ran: its input lines give them their error line."""
     finished = iter(lines)
     row = next(finished, None)
-    chunks = ctx.store.read(batch.project, batch.input_file_id, span.start_offset, span.end_offset)
+    chunks = ctx.store.read(batch.project, batch.shard_source, span.start_offset, span.end_offset)
     async for line_no, raw in split_lines(chunks, first_line_no=span.first_line):
         if not raw.strip():
             continue
@@ -182,6 +182,7 @@ async def finalize(ctx: WorkerContext, claim: Claim, batch: Batch, ending: Batch
             failed=batch.failed + unexecuted,
             unexecuted=unexecuted,
             total=batch.total or batch.completed + batch.failed + unexecuted,
+            ordered_input=None,  # the shards' copy is done with (deleted below)
         )
         if moved:
             await enqueue_batch_event(session, batch.id, batch.project, WebhookEventType.of_ending(ending))
@@ -195,4 +196,6 @@ async def finalize(ctx: WorkerContext, claim: Claim, batch: Batch, ending: Batch
                 )
     if not moved and never_ran is not None:
         await ctx.store.delete(batch.project, never_ran[0])
+    if moved and batch.ordered_input is not None:  # a crash before this leaves it to the orphan pass
+        await ctx.store.delete(batch.project, batch.ordered_input)
     return moved

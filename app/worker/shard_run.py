@@ -74,7 +74,7 @@ class ShardRun:
 
     async def _pending_lines(self, batch: Batch, done: set[int]) -> AsyncIterator[InputLine]:
         claim = self.claim
-        chunks = self.ctx.store.read(batch.project, batch.input_file_id, claim.start_offset, claim.end_offset)
+        chunks = self.ctx.store.read(batch.project, batch.shard_source, claim.start_offset, claim.end_offset)
         async for line_no, raw in split_lines(chunks, first_line_no=claim.first_line):
             if line_no not in done:
                 line = parse_input_line(line_no, raw)

@@ -1,10 +1,12 @@
 """`POST /v1/batches/{batch_id}/retry` with lines that really ran, on a fake upstream fleet
 (harness/fake_upstream.py) that fails chosen lines: a retry runs exactly the failed lines, and a
 cancel followed by a retry (pause, resume) completes every line exactly once across the two
-batches. The official client's raw `post` calls the extension."""
+batches. The official client's raw `post` calls the extension. And a batch of many shards runs in
+prompt-prefix order (its ordered copy deleted at the end)."""
 
 from __future__ import annotations
 
+import random
 import time
 from collections import Counter
 
@@ -16,6 +18,7 @@ from harness.fake_fleet import FakeFleet, upstream_config
 from harness.poll import wait_until
 from harness.server import ServerProcess
 from tests.conftest import API_KEYS_ENV
+from tests.support import db
 from tests.support.batches import create, read_lines, results_by_custom_id, wait_for
 
 MODEL = "fake"
@@ -127,3 +130,32 @@ def test_cancel_then_retry_completes_every_line_exactly_once(client, other, flee
     done_second = _custom_ids(client, resumed.output_file_id)
     every = sorted(list(done_first) + done_second)
     assert every == sorted(line["custom_id"] for line in lines)  # each line once, none twice
+
+
+def test_a_batch_runs_in_prompt_prefix_order_and_its_ordered_copy_goes(client, replicas):
+    """Questions about 12 documents, shuffled over 6 shards: validation orders the whole batch by
+    prompt prefix (app/pipeline/prefix_order.py), so each document's lines are one run of the
+    output file (shards in order, each in its copy's order) instead of spread over every shard."""
+    run = f"{time.monotonic_ns()}"
+    document = " ".join(f"word{n}" for n in range(100))  # ~700 bytes: one prefix group a document
+    lines = [
+        {
+            **_line(run, f"d{d}-q{q}"),
+            "body": {
+                "model": MODEL,
+                "messages": [{"role": "user", "content": f"plan:ok#{run}-d{d:02d} {document} question {q}?"}],
+                "max_tokens": 4,
+            },
+        }
+        for d in range(12)
+        for q in range(25)
+    ]
+    random.Random(run).shuffle(lines)
+    done = wait_for(client, create(client, lines).id, timeout=120)
+    assert done.status == "completed" and done.request_counts.completed == 300
+    documents = [custom_id.split("-")[0] for custom_id in _custom_ids(client, done.output_file_id)]
+    runs = [d for n, d in enumerate(documents) if n == 0 or documents[n - 1] != d]
+    assert sorted(runs) == sorted(f"d{d}" for d in range(12)), runs  # one run each
+    server = replicas[0]
+    [(project, ordered)] = db.execute(server, "SELECT project, ordered_input FROM batches WHERE id = :id", id=done.id)
+    assert ordered is None and not db.has_blob(server, project, f"ordered-{done.id}")

@@ -68,6 +68,14 @@ class Batch(Base):
     traceparent: Mapped[str | None] = mapped_column(String(64), nullable=True)
     # The public id of the API key that created the batch (its usage is booked under it).
     api_key_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # The blob of the input's lines in prompt-prefix order (app/pipeline/prefix_order.py) that the
+    # shards are byte ranges of, while the batch runs; None: the shards are ranges of the input.
+    ordered_input: Mapped[str | None] = mapped_column(String(96), nullable=True)
+
+    @property
+    def shard_source(self) -> str:
+        """The blob the shards' byte ranges are ranges of: the ordered copy or the input file."""
+        return self.ordered_input or self.input_file_id
 
     __table_args__ = (
         Index("ix_batches_project_seq", "project", "seq"),

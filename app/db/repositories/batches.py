@@ -8,7 +8,7 @@ replica got when it claimed the batch, so one whose lease was taken over writes 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, Select, and_, case, delete, exists, func, literal, or_, select, update
@@ -244,6 +244,14 @@ class BatchRepository(ProjectScopedRepository[Batch]):
     async def transition(self, claim: Claim, from_statuses: Sequence[BatchStatus], **values) -> bool:
         """Guarded status change; False if the status moved on (e.g. a cancel arrived)."""
         return await self._fenced_update(claim, Batch.status.in_(list(from_statuses)), **values)
+
+    async def ordered_inputs(self) -> AsyncIterator[tuple[str, str]]:
+        """(project, blob id) of every running batch's prompt-ordered copy of its input."""
+        result = await self.session.stream(
+            select(Batch.project, Batch.ordered_input).where(Batch.ordered_input.is_not(None))
+        )
+        async for project, blob_id in result:
+            yield project, blob_id
 
     async def finish_running(self, batch_id: str, now: int) -> bool:
         """in_progress -> finalizing once every shard is done; True for the one caller that moved it."""
