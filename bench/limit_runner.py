@@ -1,9 +1,10 @@
 """The "limit" system's process: the input fed straight to ``vllm.LLM`` (``LLM.chat`` or
 ``LLM.embed``, every line in one call), with the workload's engine settings. It is the ceiling
 the batch runners are measured against: no HTTP, no files written, no per-line bookkeeping.
-It runs the lines in batchd's order (through app/pipeline/ordering.py's buffer: each block of
-``REORDER_LINES`` sorted by prompt text) and its engine processes on batchd's allocator (jemalloc when
-the machine has it), so a ratio to the limit measures batchd's front end, not those two choices.
+It runs the lines in batchd's order (the whole input sorted by app/pipeline/prefix_order.py's
+prompt-prefix keys, as run-batch and the server's ordered copy run them) and its engine processes
+on batchd's allocator (jemalloc when the machine has it), so a ratio to the limit measures
+batchd's front end, not those two choices.
 
     python -m bench.limit_runner --engine SETTINGS_JSON --input IN.jsonl [--warmup W.jsonl]
 
@@ -15,14 +16,11 @@ Processing time covers only the measured call. The last stdout line is
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-from app.pipeline.lines import InputLine
-from app.pipeline.ordering import grouped_by_prefix
+from app.pipeline.prefix_order import prefix_key
 from bench.engine import EngineSettings
 from bench.inputs import CHAT_URL, EMBEDDINGS_URL
 
@@ -44,16 +42,8 @@ def read_requests(path: Path) -> tuple[str, list[dict]]:
 
 
 def in_batchd_order(bodies: list[dict]) -> list[dict]:
-    """The bodies in the order batchd runs them: through its own reordering buffer."""
-
-    async def lines() -> AsyncIterator[InputLine]:
-        for line_no, body in enumerate(bodies):
-            yield InputLine(line_no, str(line_no), "", body)
-
-    async def ordered() -> list[dict]:
-        return [line.body async for line in grouped_by_prefix(lines())]
-
-    return asyncio.run(ordered())
+    """The bodies in the order batchd runs them: by prompt-prefix key, ties in input order."""
+    return sorted(bodies, key=prefix_key)
 
 
 def run(llm, url: str, bodies: list[dict]) -> dict:

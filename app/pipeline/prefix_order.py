@@ -32,13 +32,31 @@ from typing import BinaryIO
 import numpy as np
 
 from app.pipeline.lines import InputLine, parse_input_line
-from app.pipeline.ordering import prompt_text
 
 PREFIX_LEVELS = (64, 512, 4096)
 LEVEL_BITS = 16
 _LEVEL_MASK = (1 << LEVEL_BITS) - 1
 # Endpoints whose lines have a prompt the engine can keep a prefix of.
 PREFIX_ENDPOINTS = frozenset({"/v1/chat/completions", "/v1/completions"})
+
+
+def prompt_text(body: dict) -> str:
+    """The text a line's prompt starts with, in the order the model sees it."""
+    if isinstance(body.get("messages"), list):
+        parts = []
+        for message in body["messages"]:
+            content = message.get("content") if isinstance(message, dict) else None
+            if isinstance(content, list):
+                content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+            parts.append(f"{message.get('role', '') if isinstance(message, dict) else ''}\x00{content or ''}\x00")
+        return "".join(parts)
+    for key in ("prompt", "input"):
+        value = body.get(key)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list) and value and isinstance(value[0], str):
+            return value[0]
+    return ""
 
 
 def _prompt_parts(body: dict) -> tuple[str, str]:
@@ -53,16 +71,21 @@ def _crc16(data: bytes | memoryview) -> int:
     return zlib.crc32(data) & _LEVEL_MASK
 
 
-def prefix_key(body: dict) -> int:
-    """The line's sort key: a CRC of the messages before the last, then of each prefix level of
-    the last one, the shortest in the leading bits (a CRC, not Python's per-process str hash, so
-    an order can be reproduced)."""
+def key_and_size(body: dict) -> tuple[int, int]:
+    """The line's sort key (a CRC of the messages before the last, then of each prefix level of
+    the last one, the shortest in the leading bits; a CRC, not Python's per-process str hash, so
+    an order can be reproduced) and its prompt's size in bytes."""
     head, last = _prompt_parts(body)
-    key = _crc16(head.encode())
-    text = memoryview(last.encode())
+    head_bytes, last_bytes = head.encode(), last.encode()
+    key = _crc16(head_bytes)
+    text = memoryview(last_bytes)
     for length in PREFIX_LEVELS:
         key = (key << LEVEL_BITS) | _crc16(text[:length])
-    return key
+    return key, len(head_bytes) + len(last_bytes)
+
+
+def prefix_key(body: dict) -> int:
+    return key_and_size(body)[0]
 
 
 class PrefixOrder:

@@ -126,7 +126,9 @@ class ShardRun:
         stop = asyncio.Event()
         monitor = asyncio.create_task(self._monitor(batch, checkpoint, stop))
         try:
-            lines = grouped_by_prefix(self._pending_lines(batch, done))
+            lines = self._pending_lines(batch, done)
+            if batch.ordered_input is None:  # else the shard's lines are in prefix order already
+                lines = grouped_by_prefix(lines)
             finished = await executor.run(lines, checkpoint.add, stop, self._give_way)
         finally:
             monitor.cancel()
