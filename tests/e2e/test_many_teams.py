@@ -94,8 +94,9 @@ def test_twenty_teams_on_one_replica_are_served_at_once_and_share_alike(cluster)
 
     second_log = cluster.log(SECOND)
     second_starts = sorted(span(second_log, f"{team}/second")[0] - created[team] for team in TEAMS[-5:])
-    # Side by side: each of the five starts within seconds of its creation, not after the others.
-    assert second_starts[-1] <= 3.0, second_starts
+    # Side by side: each of the five starts within seconds of its creation, not after the others
+    # (within 3 s in W6 on a quiet host; 3.9 s seen in a CI run at twice the suite's usual time).
+    assert second_starts[-1] <= 6.0, second_starts
     second_ends = [span(second_log, f"{team}/second")[1] for team in TEAMS[-5:]]
     second_first = [span(second_log, f"{team}/second")[0] for team in TEAMS[-5:]]
     assert max(second_first) < min(second_ends), "every second-model team was served before any finished"
