@@ -100,10 +100,17 @@ class PrefixOrder:
         self.keys = array("Q")
         self.line_nos = array("Q")
         self._spooled = 0
+        # Why the spool failed (a full disk): the lines cannot be read back in order.
+        self.spool_error: OSError | None = None
 
     def spool(self, chunk: bytes) -> None:
         """The input's next bytes: `add` then names lines by their offset in it."""
-        self._spool.write(chunk)
+        if self.spool_error is not None:
+            return
+        try:
+            self._spool.write(chunk)
+        except OSError as exc:
+            self.spool_error = exc
         self._spooled += len(chunk)
 
     def add(self, offset: int, length: int, body: dict, line_no: int = 0) -> None:
@@ -127,6 +134,8 @@ class PrefixOrder:
 
     def lines(self) -> Iterator[tuple[int, bytes]]:
         """(line number given to `add`, line without its newline) in key order."""
+        if self.spool_error is not None:
+            raise self.spool_error
         self._spool.flush()
         if not self.keys:
             return

@@ -128,7 +128,13 @@ class BatchRun:
                 order=order,
             )
             ordered_input, spans = None, result.shards.spans() if result.shards else []
-            if order is not None and not result.errors and len(order) > settings.shard_lines:
+            # A spool that failed (a full disk) costs the order, not the batch.
+            if (
+                order is not None
+                and order.spool_error is None
+                and not result.errors
+                and len(order) > settings.shard_lines
+            ):
                 ordered_input, spans = await write_ordered_input(self.ctx.store, batch, order, settings.shard_lines)
         finally:
             if order is not None:

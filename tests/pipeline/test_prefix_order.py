@@ -113,3 +113,29 @@ def test_in_prefix_order_reads_everything_then_yields_parsed_lines_grouped():
     documents = [line.body["prompt"].split()[1] for line in got]
     assert _runs(documents) == 2
     assert all(line.line_no == int(line.custom_id[1:]) for line in got)
+
+
+def test_a_spool_that_fails_is_remembered_and_reading_back_raises_it():
+    """A full disk under the spool: validation goes on (the server then runs the batch in its
+    input's order) and nothing reads half a spool back."""
+
+    class FullDisk:
+        def write(self, _data):
+            raise OSError(28, "No space left on device")
+
+        def close(self):
+            pass
+
+    order = PrefixOrder()
+    order._spool.close()
+    order._spool = FullDisk()
+    order.spool(b'{"a": 1}\n')
+    order.add(0, 8, {"prompt": "a"})
+    assert isinstance(order.spool_error, OSError) and len(order) == 1
+    try:
+        next(order.lines())
+    except OSError as exc:
+        assert exc.errno == 28
+    else:
+        raise AssertionError("lines() read back a spool that failed")
+    order.close()
