@@ -20,9 +20,6 @@ from tests.support.s3 import S3Location
 
 # CI sets this: Postgres tests must run there, never skip.
 REQUIRE_POSTGRES = os.environ.get("BATCHD_TEST_REQUIRE_POSTGRES") == "1"
-# A test session runs dozens of servers against the machine's one Postgres (max_connections 100):
-# each keeps 5 connections, not a replica's default 20. Servers inherit this process's environment.
-os.environ.setdefault("BATCHD_DATABASE_POOL", "5")
 
 KEYS = {
     "key-a": "proj-a",

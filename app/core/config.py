@@ -27,9 +27,6 @@ class Settings(BaseSettings):
     """SQLite database, local blobs, the keys' secret and the built-in models."""
     database_url: str = ""
     """e.g. `postgresql+asyncpg://user@host:5432/db`; empty: SQLite at `<data-dir>/batchd.db`."""
-    database_pool: int = Field(default=20, ge=1)
-    """Postgres connections each replica keeps open (replicas x pool must stay under the server's
-    `max_connections`); unused with SQLite."""
     storage_url: str = ""
     """Where file bytes live: a directory, or `s3://bucket/prefix` (AWS credentials and region from
     the standard `AWS_*` variables and chain); empty: `<data-dir>/blobs`."""

@@ -20,11 +20,11 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 SQLITE_READERS = 8
-# Postgres connections a replica keeps (BATCHD_DATABASE_POOL): replicas share one server's
-# max_connections (100 by default), so replicas x pool must stay under it. A pool that may
-# overflow was tried (5 kept, 15 more opened and closed per checkout): under twenty teams the
-# churn held the event loop and small batches took 7 s instead of 3 (bench W6).
+# Up to POSTGRES_POOL connections a replica, of which POSTGRES_IDLE stay open between bursts:
+# replicas share one server's max_connections (100 by default), so ten replicas, or a test
+# session's servers, must not each hold twenty idle ones.
 POSTGRES_POOL = 20
+POSTGRES_IDLE = 5
 
 
 def _sqlite_engine(url: str, *, writer: bool, busy_timeout_ms: int) -> AsyncEngine:
@@ -59,14 +59,16 @@ def _sqlite_engine(url: str, *, writer: bool, busy_timeout_ms: int) -> AsyncEngi
 class Database:
     """Owns the engines; hands out read and write sessions (callers or deps commit)."""
 
-    def __init__(self, url: str, *, sqlite_busy_timeout_ms: int = 15_000, postgres_pool: int = POSTGRES_POOL) -> None:
+    def __init__(self, url: str, *, sqlite_busy_timeout_ms: int = 15_000) -> None:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         if self.is_sqlite:
             self.write_engine = _sqlite_engine(url, writer=True, busy_timeout_ms=sqlite_busy_timeout_ms)
             self.read_engine = _sqlite_engine(url, writer=False, busy_timeout_ms=sqlite_busy_timeout_ms)
         else:
-            self.write_engine = create_async_engine(url, pool_size=postgres_pool, max_overflow=0, pool_pre_ping=True)
+            self.write_engine = create_async_engine(
+                url, pool_size=POSTGRES_IDLE, max_overflow=POSTGRES_POOL - POSTGRES_IDLE, pool_pre_ping=True
+            )
             self.read_engine = self.write_engine
         self.write_sessions = async_sessionmaker(self.write_engine, expire_on_commit=False)
         self.read_sessions = async_sessionmaker(self.read_engine, expire_on_commit=False)

@@ -78,7 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         url = settings.resolved_database_url()
         await migrate.upgrade(url)
-        db = Database(url, sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms, postgres_pool=settings.database_pool)
+        db = Database(url, sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms)
         store = open_store(settings)
         # Before serving: this proves the store reachable (a missing bucket stops the server with a
         # clear message, tests/storage/test_blob_store.py), besides clearing old temp files.
