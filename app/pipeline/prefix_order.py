@@ -25,7 +25,7 @@ import mmap
 import tempfile
 import zlib
 from array import array
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -132,7 +132,7 @@ class PrefixOrder:
         """Positions of the lines in key order; equal keys keep their input order."""
         return np.argsort(np.frombuffer(self.keys, dtype=np.uint64), kind="stable")
 
-    def lines(self) -> Iterator[tuple[int, bytes]]:
+    def lines(self) -> Generator[tuple[int, bytes], None, None]:
         """(line number given to `add`, line without its newline) in key order."""
         if self.spool_error is not None:
             raise self.spool_error

@@ -251,7 +251,8 @@ class BatchRepository(ProjectScopedRepository[Batch]):
             select(Batch.project, Batch.ordered_input).where(Batch.ordered_input.is_not(None))
         )
         async for project, blob_id in result:
-            yield project, blob_id
+            if blob_id is not None:
+                yield project, blob_id
 
     async def finish_running(self, batch_id: str, now: int) -> bool:
         """in_progress -> finalizing once every shard is done; True for the one caller that moved it."""
