@@ -25,6 +25,9 @@ LATE = "team-late"
 # validating the 26 batches staggers their starts by seconds, every team still has work once the
 # last one starts (the shares are measured then).
 LINES, SECOND_LINES, SMALL = 500, 150, 60
+# Bound on the waits that are 3 s goals in bench W6 on a quiet host (docs/sharing.md): the suite
+# runs on a busy host whose speed drifts by up to twice.
+SLOW_HOST_SECONDS = 10.0
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +73,9 @@ def test_twenty_teams_on_one_replica_are_served_at_once_and_share_alike(cluster)
 
     log = cluster.log(MODEL)
     # The goal is 3 s (bench W6 on a quiet host); the suite runs on a busy one whose speed drifts
-    # (4.5 s seen on a slow day). Before this scheduler, 15.6 s.
-    assert small_done.status == "completed" and small_seconds <= 6.0, small_seconds
+    # (4.5 s seen on a slow day, and W6 itself took 6.6-7.6 s on a slow night). Before this
+    # scheduler, 15.6 s.
+    assert small_done.status == "completed" and small_seconds <= SLOW_HOST_SECONDS, small_seconds
     # While every team has work: from the moment the last one was served to the first one's end.
     starts = {team: span(log, f"{team}/")[0] for team in TEAMS}
     ends = {team: span(log, f"{team}/main")[1] for team in TEAMS}
@@ -95,8 +99,9 @@ def test_twenty_teams_on_one_replica_are_served_at_once_and_share_alike(cluster)
     second_log = cluster.log(SECOND)
     second_starts = sorted(span(second_log, f"{team}/second")[0] - created[team] for team in TEAMS[-5:])
     # Side by side: each of the five starts within seconds of its creation, not after the others
-    # (within 3 s in W6 on a quiet host; 3.9 s seen in a CI run at twice the suite's usual time).
-    assert second_starts[-1] <= 6.0, second_starts
+    # (within 3 s in W6 on a quiet host; 3.9 s seen in a CI run at twice the suite's usual time,
+    # up to 8 s in W6 on a slow night).
+    assert second_starts[-1] <= SLOW_HOST_SECONDS, second_starts
     second_ends = [span(second_log, f"{team}/second")[1] for team in TEAMS[-5:]]
     second_first = [span(second_log, f"{team}/second")[0] for team in TEAMS[-5:]]
     assert max(second_first) < min(second_ends), "every second-model team was served before any finished"
