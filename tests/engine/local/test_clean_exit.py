@@ -35,7 +35,9 @@ head_start.register(__file__, "registry-session", _launch)
 def test_registry_tests_pass_and_their_summary_is_the_last_line(head_starts):
     (session,) = head_starts.take("registry-session")
     run = session.wait(timeout=900)
-    lines = [line for line in run.stdout.splitlines() if line.strip()]
+    # A worker's own "Parent process exited" can land after the summary on a slow host (seen in CI
+    # at twice the suite's usual time): it is the worker noticing the exit, not a leak.
+    lines = [line for line in run.stdout.splitlines() if line.strip() and "Parent process exited" not in line]
     assert run.returncode == 0, run.stdout[-20_000:]
     assert " passed" in lines[-1] and "failed" not in lines[-1] and "error" not in lines[-1], lines[-40:]
     assert not any("nanobind" in line for line in lines), lines[-40:]
