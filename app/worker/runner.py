@@ -41,6 +41,7 @@ class Worker:
         # (model, project) -> when its last shard here ended: who has waited longest goes first
         self._waited_since: dict[tuple[str | None, str], float] = {}
         self._retry_at: dict[str, float] = {}
+        self._finalizing: set[asyncio.Task] = set()  # _finalize_now claims (a reference keeps each alive)
         self._loop_task: asyncio.Task | None = None
         self._schedule_task: asyncio.Task | None = None
         self._draining = False
@@ -83,6 +84,7 @@ class Worker:
         self.drain()
         tasks = [task for _, task in [*self._batches.values(), *self._shards.values()]]
         tasks += [loop for loop in (self._loop_task, self._schedule_task) if loop is not None]
+        tasks += list(self._finalizing)
         await asyncio.gather(*tasks, return_exceptions=True)
 
     def _backing_off(self) -> list[str]:
@@ -90,7 +92,7 @@ class Worker:
         self._retry_at = {batch_id: at for batch_id, at in self._retry_at.items() if at > now}
         return list(self._retry_at)
 
-    async def _claim_batch(self, idle_projects_only: bool) -> Claim | None:
+    async def _claim_batch(self, idle_projects_only: bool, only: str | None = None) -> Claim | None:
         async with self.ctx.db.write() as session:
             claim = await BatchRepository(session).claim(
                 self.ctx.owner,
@@ -98,10 +100,29 @@ class Worker:
                 self.ctx.settings.lease_seconds,
                 [*self._batches, *self._backing_off()],
                 idle_projects_only,
+                only,
             )
         if claim is not None and claim.taken_over:
             record_lease_takeover()
         return claim
+
+    def _start_batch(self, claim: Claim) -> None:
+        run = BatchRun(self.ctx, claim)
+        self._batches[claim.batch_id] = (run, asyncio.create_task(self._run(run, claim.batch_id)))
+
+    async def _finalize_now(self, batch_id: str) -> None:
+        """The replica that ran a batch's last shard finalizes it at once, not at the loop's next
+        turn nor behind the validations that fill its batch steps (seconds on a busy replica: a
+        small batch's output waited on them). Finalize streams, so one more costs little."""
+        if self._draining:
+            return
+        try:
+            claim = await self._claim_batch(False, only=batch_id)
+        except Exception:  # noqa: BLE001 - the loop takes it on its next turn
+            log.warning("claiming batch %s to finalize failed", batch_id, exc_info=True)
+            return
+        if claim is not None and not self._draining:
+            self._start_batch(claim)
 
     def _slots(self, model: str | None) -> Slots:
         window = self.ctx.window(model) if model is not None else 1
@@ -158,8 +179,7 @@ class Worker:
                     claim = await self._claim_batch(len(self._batches) >= settings.max_concurrent_batches)
                     if claim is None:
                         break
-                    run = BatchRun(self.ctx, claim)
-                    self._batches[claim.batch_id] = (run, asyncio.create_task(self._run(run, claim.batch_id)))
+                    self._start_batch(claim)
                 while True:
                     shard = await self._claim_shard()
                     if shard is None:
@@ -191,6 +211,10 @@ class Worker:
                 shard = self._here.pop(run.claim.shard_id, None)
                 if shard is not None:
                     self._waited_since[(shard.model, shard.project)] = time.time()
+                if run.finished_batch:
+                    task = asyncio.create_task(self._finalize_now(batch_id))
+                    self._finalizing.add(task)
+                    task.add_done_callback(self._finalizing.discard)
             else:
                 self._batches.pop(batch_id, None)
             self.wake()

@@ -44,6 +44,7 @@ class ShardRun:
         self.claim = claim
         self._check_now = asyncio.Event()
         self._give_way = asyncio.Event()
+        self.finished_batch = False  # this run moved its batch on to finalizing
 
     @property
     def what(self) -> str:
@@ -137,18 +138,22 @@ class ShardRun:
             await checkpoint.flush()
         if not finished:
             return "interrupted"
-        async with self.ctx.db.read() as session:
-            recorded = await ShardRepository(session).count_lines(self.claim)
+        now = time.time()
+        async with self.ctx.db.write() as session:
+            shards = ShardRepository(session)
+            recorded = await shards.count_lines(self.claim)
+            if recorded >= self.claim.lines:
+                await shards.mark_done(self.claim, now)
         if recorded < self.claim.lines:
             # A line whose result was not recorded runs again when the shard is next claimed.
             log.warning("%s: %d of %d lines recorded; running the rest again", self.what, recorded, self.claim.lines)
             return "unrecorded lines"
-        now = time.time()
-        async with self.ctx.db.write() as session:
-            await ShardRepository(session).mark_done(self.claim, now)
+        # Its own transaction, after the shard's is committed: of two replicas ending a batch's
+        # last two shards at once, the later sees both done and moves the batch on.
         async with self.ctx.db.write() as session:
             if await BatchRepository(session).finish_running(batch.id, int(now)):
                 log.info("batch %s: every shard done; finalizing", batch.id)
+                self.finished_batch = True
         return ShardStatus.DONE
 
     async def _monitor(self, batch: Batch, checkpoint: Checkpoint, stop: asyncio.Event) -> None:

@@ -88,9 +88,11 @@ async def load(db: Database, batch_id: str) -> Batch:
     return batch
 
 
-async def claim_batch(db: Database, owner: str, now: float, skip: tuple[str, ...] = ()) -> Claim | None:
+async def claim_batch(
+    db: Database, owner: str, now: float, skip: tuple[str, ...] = (), only: str | None = None
+) -> Claim | None:
     async with db.write() as session:
-        return await BatchRepository(session).claim(owner, now, LEASE, list(skip))
+        return await BatchRepository(session).claim(owner, now, LEASE, list(skip), only=only)
 
 
 async def claim_shard(db: Database, owner: str, now: float, **kwargs) -> ShardClaim | None:

@@ -33,6 +33,26 @@ def test_oldest_batch_first_under_a_lease_and_a_fence(db_url):
     run_on_database(db_url, scenario)
 
 
+def test_the_replica_that_ended_a_batchs_last_shard_claims_that_batch_alone(db_url):
+    """The finalize claim of the replica that ran the last shard (Worker._finalize_now) takes
+    that batch, not the oldest with a step, and nothing once another replica holds it."""
+
+    async def scenario(db: Database) -> None:
+        await add_batch(db, "batch_old", BatchStatus.VALIDATING)
+        await add_batch(db, "batch_done", BatchStatus.FINALIZING)
+        await add_batch(db, "batch_idle", BatchStatus.IN_PROGRESS)
+        await add_shards(db, "batch_idle", [ShardSpan(1, 2, 0, 10, 1)])
+        mine = await claim_batch(db, "replica-a", T0, only="batch_done")
+        assert mine is not None and mine.batch_id == "batch_done"
+        assert await claim_batch(db, "replica-b", T0, only="batch_done") is None
+        # A batch whose shards still run has no one-replica step to take.
+        assert await claim_batch(db, "replica-a", T0, only="batch_idle") is None
+        oldest = await claim_batch(db, "replica-b", T0)
+        assert oldest is not None and oldest.batch_id == "batch_old"
+
+    run_on_database(db_url, scenario)
+
+
 def test_an_expired_lease_is_taken_over_and_the_old_holder_writes_nothing(db_url):
     async def scenario(db: Database) -> None:
         await add_batch(db, "batch_1", BatchStatus.FINALIZING)

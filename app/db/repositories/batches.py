@@ -152,7 +152,13 @@ class BatchRepository(ProjectScopedRepository[Batch]):
     # -- worker side --------------------------------------------------------------------------
 
     async def claim(
-        self, owner: str, now: float, lease_seconds: float, skip: Sequence[str], idle_projects_only: bool = False
+        self,
+        owner: str,
+        now: float,
+        lease_seconds: float,
+        skip: Sequence[str],
+        idle_projects_only: bool = False,
+        only: str | None = None,
     ) -> Claim | None:
         """Atomically take a batch that has a one-replica step to take and whose lease is free or
         expired: validating or finalizing; cancelling, or in_progress past its expiry, once no
@@ -162,7 +168,8 @@ class BatchRepository(ProjectScopedRepository[Batch]):
         first, then the smallest input file, then the oldest; a small input (SMALL_INPUT_BYTES,
         validated in milliseconds) goes before all of them, the smallest first whatever its
         project, so a small batch is not validated after big ones created with it.
-        `idle_projects_only` takes only a project with none, or a small input."""
+        `idle_projects_only` takes only a project with none, or a small input; `only`, that batch
+        if it has such a step."""
         live_shard = exists().where(
             BatchShard.batch_id == Batch.id,
             BatchShard.status == ShardStatus.RUNNING,
@@ -204,6 +211,8 @@ class BatchRepository(ProjectScopedRepository[Batch]):
             candidate = candidate.where(or_(small, project_steps == 0))
         if skip:
             candidate = candidate.where(Batch.id.not_in(list(skip)))
+        if only is not None:
+            candidate = candidate.where(Batch.id == only)
         # Picked first and then updated (the FOR UPDATE keeps the row ours on Postgres; SQLite's
         # write transaction is exclusive), so who held it before is known: a claim of a lease
         # someone else let expire is a takeover.
