@@ -137,8 +137,8 @@ def test_mixed_batch_with_an_overlong_prompt_completes(model_client, model_serve
     assert db.has_blob(model_server, "proj-a", done.error_file_id)
 
 
-def _long_lines(n: int, prefix: str = "slow") -> list[dict]:
-    return [chat_line(f"{prefix}-{i}", f"story number {i}", max_tokens=200, ignore_eos=True) for i in range(n)]
+def _long_lines(n: int, prefix: str = "slow", tokens: int = 200) -> list[dict]:
+    return [chat_line(f"{prefix}-{i}", f"story number {i}", max_tokens=tokens, ignore_eos=True) for i in range(n)]
 
 
 # Long enough (tens of seconds of work on the test model) that the batch is surely still running when the test acts on
@@ -215,10 +215,10 @@ def test_expiry_stops_the_batch_and_keeps_finished_lines(model_client):
 def test_concurrent_batches_of_two_projects_share_the_engine(model_server, model_client):
     # The unit of fairness is the project (within one, the earliest deadline goes first).
     other = openai_client(model_server.base_url, "key-b")
-    # A few seconds of work each, not one: the first is surely still running when the second
-    # starts, even when validating and claiming the second is slow.
-    first = create(model_client, _long_lines(400, "first"))
-    second = create(other, _long_lines(400, "second"))
+    # A few seconds of work each (about eight alone), not one: the first is surely still running
+    # when the second starts, even when validating and claiming the second is slow.
+    first = create(model_client, _long_lines(400, "first", tokens=100))
+    second = create(other, _long_lines(400, "second", tokens=100))
     # Measure from the moment both batches are running (the second may start late on a busy
     # machine): from then on the second gets a fair share, it does not wait for the first.
     started = wait_for(other, second.id, until=lambda b: b.request_counts.completed >= 1)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -65,8 +66,8 @@ def vllm_servers(head_starts):
     try:
         yield [server.wait() for server in servers]
     finally:
-        for server in servers:
-            server.stop()
+        with ThreadPoolExecutor(len(servers)) as pool:  # each may take its 30 s of grace
+            list(pool.map(VllmServer.stop, servers))
 
 
 @pytest.fixture(scope="module")
