@@ -3,17 +3,15 @@ one blob store share a batch's shards. A cancel through any replica stops all of
 sent SIGTERM gives its shards back at once; one killed mid-run loses them when their leases
 expire and the others resume them (killed alone, as a supervisor killing only the main pid does:
 its vLLM engine core and worker die with it within 10 s). The tests run in this order on one
-cluster (engines start once): the drained and the killed replica are not restarted. The three
-replicas, their database and their S3 server get a head start when the session starts
-(tests/support/head_start.py): three engines starting at once take one and a half minutes."""
+cluster (engines start once): the drained and the killed replica are not restarted."""
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections import Counter
-from pathlib import Path
 
 import openai
 import pytest
@@ -21,14 +19,12 @@ import pytest
 from harness import postgres
 from harness.client import anthropic_client, openai_client
 from harness.poll import wait_until
-from harness.seaweedfs import SeaweedFS
 from harness.server import ServerProcess
 from tests.conftest import API_KEYS_ENV
-from tests.support import db, head_start
+from tests.support import db
 from tests.support.batches import CHAT_MODEL, chat_line, create, results_by_custom_id, wait_for
 from tests.support.engines import eager_config
 from tests.support.orphans import kill_alone_and_assert_no_orphans
-from tests.support.s3 import S3Location
 
 NAMES = ("replica-a", "replica-b", "replica-c")
 LEASE_SECONDS = 3
@@ -36,51 +32,42 @@ SHARD_LINES = 500
 
 
 class Cluster:
-    """Three replicas over one fresh Postgres database and one bucket of their own S3 server."""
-
-    def __init__(self, work_dir: Path) -> None:
-        work_dir.mkdir(parents=True, exist_ok=True)
-        self.work_dir = work_dir
-        self.s3 = SeaweedFS(work_dir / "s3").start()
-        self.database_url: str | None = None
-        try:
-            self.storage_env = S3Location.fresh(self.s3).env()
-            self.database_url = postgres.create_database()
-        except BaseException:
-            self.stop()
-            raise
-        self.config = eager_config(work_dir / "models.json", {CHAT_MODEL: {"kv_cache_gib": 1}})
+    def __init__(self, tmp_path_factory, database_url: str, storage_env: dict[str, str]) -> None:
+        self.tmp = tmp_path_factory
+        self.database_url = database_url
+        self.storage_env = storage_env
+        self.config = eager_config(
+            tmp_path_factory.mktemp("replica-config") / "models.json", {CHAT_MODEL: {"kv_cache_gib": 1}}
+        )
         self.replicas: dict[str, ServerProcess] = {}
 
-    # A head-start job (tests/support/head_start.py): the S3 server's process stands for the
-    # cluster's own resources, which `stop` removes.
-    @property
-    def proc(self):
-        return self.s3.process.proc if self.s3.process is not None else None
+    def start(self, name: str) -> ServerProcess:
+        env = {
+            "BATCHD_API_KEYS": API_KEYS_ENV,
+            "BATCHD_REPLICA_ID": name,
+            "BATCHD_LEASE_SECONDS": str(LEASE_SECONDS),
+            "BATCHD_SHARD_LINES": str(SHARD_LINES),
+            "BATCHD_ENGINE_CPU_AFFINITY": "off",
+            **self.storage_env,
+        }
+        server = ServerProcess(
+            self.tmp.mktemp(name),
+            self.database_url,
+            env=env,
+            models=True,
+            args=["--model", CHAT_MODEL, "--config", str(self.config)],
+        )
+        self.replicas[name] = server.start()
+        return server
 
-    def launch_all(self) -> list[ServerProcess]:
-        """Start every replica without waiting for it (see `wait_all`)."""
-        for name in NAMES:
-            env = {
-                "BATCHD_API_KEYS": API_KEYS_ENV,
-                "BATCHD_REPLICA_ID": name,
-                "BATCHD_LEASE_SECONDS": str(LEASE_SECONDS),
-                "BATCHD_SHARD_LINES": str(SHARD_LINES),
-                "BATCHD_ENGINE_CPU_AFFINITY": "off",
-                **self.storage_env,
-            }
-            self.replicas[name] = ServerProcess(
-                self.work_dir / name,
-                self.database_url,
-                env=env,
-                models=True,
-                args=["--model", CHAT_MODEL, "--config", str(self.config)],
-            ).launch()
-        return list(self.replicas.values())
-
-    def wait_all(self) -> None:
-        for server in self.replicas.values():
-            server.wait_healthy()
+    def start_all(self, names=NAMES) -> None:
+        threads = [threading.Thread(target=self.start, args=(name,)) for name in names]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        missing = [n for n in names if n not in self.replicas or self.replicas[n].proc.poll() is not None]
+        assert not missing, f"replicas failed to start: {missing}"
 
     def client(self, name: str) -> openai.OpenAI:
         return openai_client(self.replicas[name].base_url, "key-a", max_retries=2)
@@ -100,32 +87,18 @@ class Cluster:
     def stop(self) -> None:
         for server in self.replicas.values():
             server.kill()
-        self.s3.stop()
-        if self.database_url is not None:
-            postgres.drop_database(self.database_url)
-            self.database_url = None
-
-
-def _launch(work_dir: Path) -> list:
-    cluster = Cluster(work_dir)
-    try:
-        return [cluster, *cluster.launch_all()]
-    except BaseException:
-        cluster.stop()
-        raise
-
-
-head_start.register(__file__, "replica-cluster", _launch)
 
 
 @pytest.fixture(scope="module")
-def cluster(head_starts):
-    cluster, *_ = head_starts.take("replica-cluster")
+def cluster(tmp_path_factory, replica_storage_env):
+    database_url = postgres.create_database()
+    cluster = Cluster(tmp_path_factory, database_url, replica_storage_env)
     try:
-        cluster.wait_all()
+        cluster.start_all()
         yield cluster
     finally:
         cluster.stop()
+        postgres.drop_database(database_url)
 
 
 def _lines(n: int, prefix: str) -> list[dict]:
