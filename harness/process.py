@@ -1,6 +1,6 @@
 """A child process in a process group of its own, output to log files, registered with the
 watchdog (harness/watchdog.py) so it dies with the process that started it; and the wait for a
-child's HTTP endpoint to answer."""
+child's HTTP endpoint to answer; and stopping several at once."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Protocol
 
 import httpx
 
@@ -20,6 +22,17 @@ from harness.poll import wait_until
 
 # How long a stop waits for the rest of a killed group (engine processes) to exit.
 GROUP_EXIT_S = 15.0
+
+
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+def stop_all(processes: Iterable[Stoppable]) -> None:
+    """`stop()` each at once, not one by one (each may wait out its grace period); returns when
+    all have stopped."""
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda process: process.stop(), processes))
 
 
 class ManagedProcess:

@@ -4,7 +4,6 @@ with SQLite + local blobs and once with Postgres + S3 (`backend` parameter; see 
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import openai
@@ -12,6 +11,7 @@ import pytest
 
 from harness import postgres
 from harness.client import openai_client
+from harness.process import stop_all
 from harness.seaweedfs import SeaweedFS
 from harness.server import ServerProcess
 from tests.support.engines import eager_config
@@ -186,9 +186,7 @@ def start_server(tmp_path_factory, database_factory, storage_factory):
         return server
 
     yield start
-    # At once: one by one, the session's dozens of servers took half a minute to stop.
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(ServerProcess.stop, servers))
+    stop_all(servers)  # one by one, the last test's teardown took half a minute
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -18,6 +17,7 @@ from app.engine.config.catalog import _minilm_path
 from app.engine.config.tiny_chat import build_tiny_chat_model
 from harness.client import anthropic_client, openai_client
 from harness.poll import wait_until
+from harness.process import stop_all
 from harness.vllm_serve import VllmServer
 from tests.conftest import API_KEYS_ENV
 from tests.support import db, head_start
@@ -66,8 +66,7 @@ def vllm_servers(head_starts):
     try:
         yield [server.wait() for server in servers]
     finally:
-        with ThreadPoolExecutor(len(servers)) as pool:  # each may take its 30 s of grace
-            list(pool.map(VllmServer.stop, servers))
+        stop_all(servers)  # each may take its 30 s of grace
 
 
 @pytest.fixture(scope="module")

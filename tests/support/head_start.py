@@ -155,10 +155,7 @@ class HeadStarts:
         try:
             for name, (test_file, _) in _REGISTERED.items():
                 if test_file in selected_files:
-                    try:
-                        self.jobs[name] = self._launch(name)
-                    except Exception:  # noqa: BLE001 - e.g. no Postgres: its test's own launch says why
-                        continue
+                    self.jobs[name] = self._launch(name)
                     for job in self.jobs[name]:
                         self.group.add(job.proc.pid)
         except BaseException:
