@@ -48,6 +48,9 @@ class NoModels:
     def validate_line(self, endpoint: str, body: Any) -> LineProblem:
         return LineProblem(MODEL_NOT_FOUND, _not_served(body), "body.model")
 
+    def lines_pass(self, endpoint: str, model: str, bodies: Sequence[dict[str, Any]]) -> bool:
+        return not bodies  # validate_line refuses every line
+
     async def count_prompt_tokens(self, endpoint: str, bodies: Sequence[Any]) -> list[int]:
         return estimate_all(endpoint, bodies)
 

@@ -4,7 +4,8 @@ for audio lines a ``file_url`` batchd can fetch."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from itertools import repeat
 from typing import Any
 
 from app.core.endpoints import ALL_ENDPOINTS, AUDIO_ENDPOINTS, normalize_endpoint
@@ -18,6 +19,26 @@ from app.engine.results import (
     URL_MISMATCH,
     LineProblem,
 )
+
+
+def common_lines_pass(
+    endpoint: str,
+    bodies: Sequence[dict[str, Any]],
+    endpoints_of: Callable[[str], Iterable[str] | None],
+    served: Iterable[str],
+) -> bool:
+    """`common_line_problem` passes every one of `bodies` (objects naming one model): past the
+    model, its verdict hangs only on `stream` and, for audio, the body's `file_url`, so one
+    body answers for the rest unless one streams or the endpoint takes audio."""
+    if not bodies:
+        return True
+    try:  # `True in` also finds a stream of 1: that only sends the bodies one by one
+        streaming = True in set(map(dict.get, bodies, repeat("stream")))
+    except TypeError:  # a stream that is a list or an object
+        streaming = True
+    if streaming or normalize_endpoint(endpoint) in AUDIO_ENDPOINTS:
+        return all(common_line_problem(endpoint, body, endpoints_of, served)[0] is None for body in bodies)
+    return common_line_problem(endpoint, bodies[0], endpoints_of, served)[0] is None
 
 
 def common_line_problem(

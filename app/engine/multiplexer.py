@@ -53,6 +53,11 @@ class ServingRegistry:
             return common_line_problem(endpoint, body, lambda _: None, served)[0]
         return self._for(model).validate_line(endpoint, body)
 
+    def lines_pass(self, endpoint: str, model: str, bodies: Sequence[dict[str, Any]]) -> bool:
+        if model not in self.upstream.names and not self.local.endpoints_for(model):
+            return not bodies  # served by neither: validate_line refuses every line
+        return self._for(model).lines_pass(endpoint, model, bodies)
+
     async def count_prompt_tokens(self, endpoint: str, bodies: Sequence[Any]) -> list[int]:
         if not bodies:
             return []

@@ -31,6 +31,13 @@ class LineChecker(Protocol):
         streaming, a body its endpoint's schema rejects), or None; cheap, runs no model."""
         ...
 
+    def lines_pass(self, endpoint: str, model: str, bodies: Sequence[dict[str, Any]]) -> bool:
+        """Whether :meth:`validate_line` passes every one of ``bodies`` (objects, each naming
+        ``model``): validation's check of a whole chunk of lines. A flavour whose verdict hangs
+        on the model alone answers for them all at once; False sends validation to
+        :meth:`validate_line` line by line, for the refused lines' problems."""
+        ...
+
     async def count_prompt_tokens(self, endpoint: str, bodies: Sequence[Any]) -> list[int]:
         """The prompt tokens of each body (lines that passed :meth:`validate_line`, of one
         model), for the enqueued-token limit: the model's own tokenizer in process, an upstream's

@@ -4,9 +4,35 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from typing import BinaryIO
 
 CHUNK_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class LineBlock:
+    """Whole physical lines of a file, together: `data` holds them with their newlines (the
+    file's last line may have none); the first starts at `first_offset` and is `first_line_no`."""
+
+    first_line_no: int
+    first_offset: int
+    data: bytes
+
+    def raw_lines(self) -> list[bytes]:
+        """The lines as they are, without their newlines (a CR before one stays)."""
+        lines = self.data.split(b"\n")
+        if self.data.endswith(b"\n"):
+            lines.pop()
+        return lines
+
+    def lines(self) -> Iterator[tuple[int, int, bytes]]:
+        """(1-based line number, byte offset of the line, line without its newline or CR)."""
+        line_no, offset = self.first_line_no, self.first_offset
+        for line in self.raw_lines():
+            yield line_no, offset, line.rstrip(b"\r")
+            line_no += 1
+            offset += len(line) + 1
 
 
 class LineSplitter:
@@ -21,17 +47,29 @@ class LineSplitter:
     def feed(self, chunk: bytes) -> Iterator[tuple[int, int, bytes]]:
         """(1-based line number, byte offset of the line, line without its newline) for every
         line the chunk completes; a line the chunk leaves open waits for the next one."""
-        lines = (self._rest + chunk).split(b"\n")
-        self._rest = lines.pop()
-        for line in lines:
-            self.line_no += 1
-            yield self.line_no, self.offset, line.rstrip(b"\r")
-            self.offset += len(line) + 1
+        return self.feed_block(chunk).lines()
 
     def end(self) -> Iterator[tuple[int, int, bytes]]:
         """The last line, when the file does not end with a newline."""
-        if self._rest:
-            yield self.line_no + 1, self.offset, self._rest.rstrip(b"\r")
+        return self.end_block().lines()
+
+    def feed_block(self, chunk: bytes) -> LineBlock:
+        """The lines the chunk completes, as one block; a line it leaves open waits for the next."""
+        data = self._rest + chunk
+        cut = data.rfind(b"\n") + 1
+        data, self._rest = data[:cut], data[cut:]
+        return self._advance(data, data.count(b"\n"))
+
+    def end_block(self) -> LineBlock:
+        """The last line, when the file does not end with a newline (else an empty block)."""
+        data, self._rest = self._rest, b""
+        return self._advance(data, 1 if data else 0)
+
+    def _advance(self, data: bytes, lines: int) -> LineBlock:
+        block = LineBlock(self.line_no + 1, self.offset, data)
+        self.line_no += lines
+        self.offset += len(data)
+        return block
 
 
 async def split_lines_at(

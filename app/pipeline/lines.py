@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import orjson
@@ -76,6 +78,17 @@ def load_line(raw: bytes) -> Any:
     return json.loads(raw) if _LONG_NUMBER.search(raw) else value
 
 
+# Bytes that hold no digit as "0"s, each digit as "9": a run of 19 digits is a run of 19 "9"s
+# (one C pass where the regex would be a tenth of a bulk check's time).
+_DIGITS_AS_NINES = bytes(0x39 if 0x30 <= b <= 0x39 else 0x30 for b in range(256))
+_LONG_RUN = b"9" * 19
+
+
+def _may_hold_long_number(data: bytes) -> bool:
+    """`_LONG_NUMBER.search(data) is not None`, at C speed."""
+    return _LONG_RUN in data.translate(_DIGITS_AS_NINES)
+
+
 def _missing(line_no: int, name: str, custom_id: str | int | None) -> BadLine:
     message = f"Missing required parameter: '{name}'."
     return BadLine(line_no, LineErrorCode.MISSING_REQUIRED_PARAMETER, message, name, custom_id)
@@ -118,6 +131,45 @@ def parse_line(line_no: int, raw: bytes, endpoint: str | None = None) -> InputLi
     if not isinstance(body, dict):
         return BadLine(line_no, LineErrorCode.INVALID_REQUEST, "'body' must be a JSON object.", "body", custom_id)
     return InputLine(line_no, custom_id, canonical, body)
+
+
+@dataclass(frozen=True, slots=True)
+class CleanLines:
+    """The custom_ids and bodies of lines that all keep the envelope contract, in line order."""
+
+    custom_ids: Sequence[str]
+    bodies: Sequence[dict]
+
+
+# Lines parsed by one call: a call holds the GIL throughout, and validation's thread must let
+# the event loop in every millisecond or so (the lease heartbeat).
+_PARSE_SLICE = 1024
+_ENVELOPE = ("custom_id", "method", "url", "body")
+
+
+def parse_clean_lines(lines: Sequence[bytes], endpoint: str, block: bytes) -> CleanLines | None:
+    """`parse_line` of many lines at once: their custom_ids and bodies when every one is an
+    InputLine for `endpoint`, else None (then ask parse_line line by line: it alone says why a
+    line is refused). `block` holds the lines (the long-integer check runs on it once). Checks
+    go column by column in C (map, set), so a clean line costs about its JSON parse; a blank
+    line, or one that may hold a long integer (load_line reads it twice), gets None too."""
+    if not lines or _may_hold_long_number(block):
+        return None
+    try:
+        requests: list[Any] = []
+        for start in range(0, len(lines), _PARSE_SLICE):
+            requests.extend(map(orjson.loads, lines[start : start + _PARSE_SLICE]))
+        if set(map(type, requests)) != {dict}:
+            return None
+        # A missing field reads as None, which fails its check as "" does.
+        custom_ids, methods, urls, bodies = (list(map(dict.get, requests, repeat(name))) for name in _ENVELOPE)
+        if set(map(type, custom_ids)) != {str} or not all(custom_ids) or set(methods) != {"POST"}:
+            return None
+        if any(normalize_endpoint(url) != endpoint for url in set(urls)) or set(map(type, bodies)) != {dict}:
+            return None
+    except (ValueError, TypeError):  # not JSON; an unhashable method or url
+        return None
+    return CleanLines(custom_ids, bodies)
 
 
 def parse_input_line(line_no: int, raw: bytes, endpoint: str | None = None) -> InputLine | None:

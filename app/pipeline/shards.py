@@ -3,7 +3,7 @@ shard's first request line, so a replica can read just its shard (a ranged read)
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from app.db.repositories.shards import ShardSpan
 from app.pipeline.jsonl import split_lines_at
@@ -23,6 +23,14 @@ class ShardCutter:
             self._starts.append((line_no, offset))
         self._requests += 1
         self._last_line = line_no
+
+    def add_run(self, first_line_no: int, offsets: Sequence[int]) -> None:
+        """`add` of consecutive request lines (no blank line between them) at `offsets`."""
+        for i in range((-self._requests) % self.shard_lines, len(offsets), self.shard_lines):
+            self._starts.append((first_line_no + i, int(offsets[i])))
+        self._requests += len(offsets)
+        if len(offsets):
+            self._last_line = first_line_no + len(offsets) - 1
 
     def spans(self) -> list[ShardSpan]:
         spans = []

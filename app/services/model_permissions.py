@@ -90,6 +90,11 @@ class PermittedModels:
             return LineProblem(MODEL_NOT_FOUND, refused, "body.model")
         return self.checker.validate_line(endpoint, body)
 
+    def lines_pass(self, endpoint: str, model: str, bodies: Sequence[dict[str, Any]]) -> bool:
+        if bodies and self.rule.refusal(bodies[0]) is not None:  # the rule reads the model alone
+            return False
+        return self.checker.lines_pass(endpoint, model, bodies)
+
     async def count_prompt_tokens(self, endpoint: str, bodies: Sequence[Any]) -> list[int]:
         return await self.checker.count_prompt_tokens(endpoint, bodies)
 

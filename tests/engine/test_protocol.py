@@ -85,6 +85,7 @@ def test_the_protocol_declares_what_callers_use():
         "suggested_concurrency",
         "status",
         "validate_line",
+        "lines_pass",
         "count_prompt_tokens",
         "execute",
         "abort",

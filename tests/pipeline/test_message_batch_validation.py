@@ -16,6 +16,9 @@ class _Checker:
     def validate_line(self, endpoint, body):
         return None if body.get("model") == SERVED else LineProblem(MODEL_NOT_FOUND, "not served", "body.model")
 
+    def lines_pass(self, endpoint, model, bodies):
+        return all(self.validate_line(endpoint, body) is None for body in bodies)
+
 
 async def _chunks(bodies):
     for i, body in enumerate(bodies):

@@ -27,6 +27,9 @@ class _Checker:
         json.dumps(body, sort_keys=True)  # stands in for vLLM's schema check: some work per line
         return None
 
+    def lines_pass(self, endpoint, model, bodies):
+        return all(self.validate_line(endpoint, body) is None for body in bodies)
+
     async def count_prompt_tokens(self, endpoint, bodies):
         return [1] * len(bodies)
 

@@ -190,6 +190,10 @@ class EngineRegistry:
         assert canonical is not None, "a known endpoint has its canonical name"
         return body_problem(canonical, body)
 
+    def lines_pass(self, endpoint: str, model: str, bodies: Sequence[dict[str, Any]]) -> bool:
+        """Line by line: vLLM's request schema reads the whole body."""
+        return all(self.validate_line(endpoint, body) is None for body in bodies)
+
     async def count_prompt_tokens(self, endpoint: str, bodies: Sequence[Any]) -> list[int]:
         """With the model's tokenizer (a private copy, in a thread: the event loop keeps serving)."""
         self._require_ready()

@@ -22,7 +22,7 @@ from app.engine.audio import AudioFetchError, audio_slot, fetch_audio, fetch_err
 from app.engine.config.upstream import UpstreamSpec
 from app.engine.errors import EngineNotReadyError, ModelConfigError, RequestAborted
 from app.engine.inflight import InflightRequests
-from app.engine.line_checks import common_line_problem
+from app.engine.line_checks import common_line_problem, common_lines_pass
 from app.engine.prompt_tokens import estimate_all
 from app.engine.protocol import UpstreamStatus
 from app.engine.results import LineProblem, LineResult, Usage
@@ -166,6 +166,9 @@ class UpstreamRegistry:
         no reachable URL serves is ``model_not_found``."""
         problem, _ = common_line_problem(endpoint, body, self._endpoints_of, self.names)
         return problem
+
+    def lines_pass(self, endpoint: str, model: str, bodies: Sequence[dict[str, Any]]) -> bool:
+        return common_lines_pass(endpoint, bodies, self._endpoints_of, self.names)
 
     async def count_prompt_tokens(self, endpoint: str, bodies: Sequence[Any]) -> list[int]:
         """From the upstream's ``/tokenize`` (a line it fails to count, after retries, is
