@@ -1,7 +1,8 @@
 """Assemble a batch's output and error files from its checkpoint chunks and commit them together
 with the terminal status.
 
-Goes shard by shard: a shard whose every line ran is written from its chunks alone; for one
+Goes shard by shard: a shard whose every line ran is written from its chunks alone (its output
+and error lines sorted into line order and joined in bulk, app/worker/chunks.py); for one
 with lines that never ran (cancel, expiry), its byte range of the input is streamed beside its
 finished lines, so those get their `batch_cancelled` / `batch_expired` error line. File ids derive from
 the batch id, so a finalize retried after a crash overwrites its own blobs instead of leaving
@@ -18,6 +19,7 @@ import hashlib
 import time
 import uuid
 from array import array
+from collections.abc import Iterable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
@@ -35,7 +37,7 @@ from app.pipeline.lines import CANCELLED_MESSAGE, EXPIRED_MESSAGE, custom_id_of,
 from app.services.batch_results import OUTPUT_TTL_SECONDS
 from app.services.webhook_outbox import enqueue_batch_event
 from app.storage.base import BlobWriter
-from app.worker.chunks import BLOB_PREFIX, FinishedLine, finished_shards
+from app.worker.chunks import BLOB_PREFIX, NO_LINES, FinishedLine, ShardLines, finished_shards
 from app.worker.context import WorkerContext
 
 # The shard number of the chunk of the lines that never ran (written once the batch has ended)
@@ -81,14 +83,14 @@ async def _assemble(ctx: WorkerContext, batch: Batch, code: str, message: str) -
         async with aclosing(finished_shards(ctx.db, ctx.store, batch.id, batch.project)) as done:
             finished = await anext(done, None)
             for span in spans:
-                lines: list[FinishedLine] = []
+                lines: ShardLines = NO_LINES
                 if finished is not None and finished[0] == span.shard_no:
                     lines, finished = finished[1], await anext(done, None)
                 if len(lines) == span.lines:  # every line ran: the input need not be read
-                    for line in lines:
-                        (out.output if line.ok else out.errors).write(line.line + b"\n")
-                    await out.output.drain()
-                    await out.errors.drain()
+                    for writer, part in zip((out.output, out.errors), lines.files(), strict=True):
+                        if part:
+                            writer.write(part)
+                            await writer.drain()
                 else:
                     await _merge_with_input(ctx, batch, span, lines, out, code, message)
     except BaseException:
@@ -103,7 +105,7 @@ async def _merge_with_input(
     ctx: WorkerContext,
     batch: Batch,
     span: BatchShard,
-    lines: list[FinishedLine],
+    lines: Iterable[FinishedLine],
     out: _Assembled,
     code: str,
     message: str,
