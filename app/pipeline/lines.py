@@ -162,7 +162,8 @@ def parse_clean_lines(lines: Sequence[bytes], endpoint: str, block: bytes) -> Cl
         if set(map(type, requests)) != {dict}:
             return None
         # A missing field reads as None, which fails its check as "" does.
-        custom_ids, methods, urls, bodies = (list(map(dict.get, requests, repeat(name))) for name in _ENVELOPE)
+        columns: list[list[Any]] = [list(map(dict.get, requests, repeat(name))) for name in _ENVELOPE]
+        custom_ids, methods, urls, bodies = columns
         if set(map(type, custom_ids)) != {str} or not all(custom_ids) or set(methods) != {"POST"}:
             return None
         if any(normalize_endpoint(url) != endpoint for url in set(urls)) or set(map(type, bodies)) != {dict}:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 
+import numpy as np
+
 from app.db.repositories.shards import ShardSpan
 from app.pipeline.jsonl import split_lines_at
 
@@ -24,7 +26,7 @@ class ShardCutter:
         self._requests += 1
         self._last_line = line_no
 
-    def add_run(self, first_line_no: int, offsets: Sequence[int]) -> None:
+    def add_run(self, first_line_no: int, offsets: Sequence[int] | np.ndarray) -> None:
         """`add` of consecutive request lines (no blank line between them) at `offsets`."""
         for i in range((-self._requests) % self.shard_lines, len(offsets), self.shard_lines):
             self._starts.append((first_line_no + i, int(offsets[i])))
