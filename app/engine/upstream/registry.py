@@ -18,6 +18,7 @@ import orjson
 
 from app.core.endpoints import AUDIO_ENDPOINTS, normalize_endpoint
 from app.core.statuses import EngineState, UpstreamState
+from app.engine import gc_heap
 from app.engine.audio import AudioFetchError, audio_slot, fetch_audio, fetch_error_reply
 from app.engine.config.upstream import UpstreamSpec
 from app.engine.errors import EngineNotReadyError, ModelConfigError, RequestAborted
@@ -106,6 +107,7 @@ class UpstreamRegistry:
                     )
                 )
         self._started = True
+        gc_heap.settle()
         for name, upstream in self._models.items():
             log.log(
                 logging.INFO if upstream.pool.any_up else logging.WARNING,
@@ -127,6 +129,7 @@ class UpstreamRegistry:
         if self._client is not None:
             await self._client.close()
             self._client = None
+        gc_heap.restore()
 
     # -- what is served ----------------------------------------------------
 
