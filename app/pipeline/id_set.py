@@ -53,19 +53,18 @@ class CustomIdSet:
     def add_all(self, custom_ids: Sequence[str]) -> bool:
         """Add every id, or none: False (and nothing added) if one is there already or two of
         them are the same, so the caller can go through them one by one for the error."""
-        if not custom_ids:
-            return True
-        hashes, crcs = _fingerprints(custom_ids)
-        order = np.lexsort((crcs, hashes))
-        sorted_h, sorted_c = hashes[order], crcs[order]
-        if np.any((sorted_h[1:] == sorted_h[:-1]) & (sorted_c[1:] == sorted_c[:-1])) or self._holds_any(hashes, crcs):
-            return False
+        if not custom_ids or len(set(custom_ids)) < len(custom_ids):  # (a repeat within them: False)
+            return not custom_ids
         size = len(self._hashes)
         while 2 * (self._count + len(custom_ids)) > size:
             size *= 2
-        if size != len(self._hashes):
+        if size != len(self._hashes):  # first, so the walk's slots are the table's
             self._grow(size)
-        self._place(hashes, crcs)
+        hashes, crcs = _fingerprints(custom_ids)
+        free = self._walk(hashes, crcs)
+        if free is None:
+            return False
+        self._place(hashes, crcs, free)
         self._count += len(custom_ids)
         return True
 
@@ -86,25 +85,28 @@ class CustomIdSet:
         """The table as numpy views (no copy: writes go to the arrays `add` probes)."""
         return np.frombuffer(self._hashes, np.uint64), np.frombuffer(self._crcs, np.uint32)
 
-    def _holds_any(self, hashes: np.ndarray, crcs: np.ndarray) -> bool:
-        """Whether the table holds any of the fingerprints: every id walks its probe sequence
-        in step, one slot a round, until it meets itself or an empty slot."""
+    def _home(self, hashes: np.ndarray) -> np.ndarray:
+        return (hashes & np.uint64(self._mask)).astype(np.int64)
+
+    def _walk(self, hashes: np.ndarray, crcs: np.ndarray) -> np.ndarray | None:
+        """Each fingerprint's first empty slot on its probe sequence, or None if the table holds
+        one of them: the ids walk in step, one slot a round, until they meet themselves or a gap."""
         table_h, table_c = self._tables()
-        slots = (hashes & np.uint64(self._mask)).astype(np.int64)
+        slots = self._home(hashes)
         pending = np.arange(len(hashes))
         while pending.size:
             seen_h, seen_c = table_h[slots[pending]], table_c[slots[pending]]
             if np.any((seen_h == hashes[pending]) & (seen_c == crcs[pending])):
-                return True
+                return None
             pending = pending[seen_h != _EMPTY]
             slots[pending] = (slots[pending] + 1) & self._mask
-        return False
+        return slots
 
-    def _place(self, hashes: np.ndarray, crcs: np.ndarray) -> None:
-        """Put fingerprints the table lacks into their first free slot of linear probing; ids
-        that reach the same free slot in a round: the first takes it, the rest probe on."""
+    def _place(self, hashes: np.ndarray, crcs: np.ndarray, slots: np.ndarray) -> None:
+        """Put fingerprints the table lacks into their first free slot of linear probing, from
+        `slots` on (every slot before them on their probe sequence is taken); ids that reach the
+        same free slot in a round: the first takes it, the rest probe on."""
         table_h, table_c = self._tables()
-        slots = (hashes & np.uint64(self._mask)).astype(np.int64)
         pending = np.arange(len(hashes))
         while pending.size:
             at = slots[pending]
@@ -123,4 +125,4 @@ class CustomIdSet:
         kept_h, kept_c = old_h[used].copy(), old_c[used].copy()
         del old_h, old_c  # views pin the old arrays' buffers
         self._hashes, self._crcs, self._mask = array("Q", bytes(8 * size)), array("I", bytes(4 * size)), size - 1
-        self._place(kept_h, kept_c)
+        self._place(kept_h, kept_c, self._home(kept_h))

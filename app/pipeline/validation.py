@@ -258,11 +258,18 @@ async def validate_input_file(
         order=order,
     )
     splitter = LineSplitter()
-    async for chunk in chunks:
-        if not await _feed(validator, splitter.feed_block(chunk), chunk):
-            break
-    else:  # read to the end: the last line, when it has no newline
-        await _feed(validator, splitter.end_block())
+    reader = aiter(chunks)
+    # The next chunk is read (from S3, say) while a thread checks this one.
+    upcoming: asyncio.Future[bytes | None] = asyncio.ensure_future(anext(reader, None))
+    try:
+        while (chunk := await upcoming) is not None:
+            upcoming = asyncio.ensure_future(anext(reader, None))
+            if not await _feed(validator, splitter.feed_block(chunk), chunk):
+                break
+        else:  # read to the end: the last line, when it has no newline
+            await _feed(validator, splitter.end_block())
+    finally:
+        upcoming.cancel()
     result = validator.result
     if result.total == 0:
         result.errors.append(_error(LineErrorCode.EMPTY_FILE, "The batch input file is empty.", None))
