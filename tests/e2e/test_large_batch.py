@@ -1,6 +1,6 @@
-"""The bounded-memory guarantee at scale: a 200,000-line batch on one SQLite replica, in front
+"""The bounded-memory guarantee at scale: a 100,000-line batch on one SQLite replica, in front
 of a zero-latency fake upstream, ends with every custom_id exactly once in its output file and
-the server's resident memory grown by less than 100 MB over the whole run (upload, validation,
+the server's resident memory grown by less than 60 MB over the whole run (upload, validation,
 shards, checkpoints, finalize, download)."""
 
 from __future__ import annotations
@@ -13,8 +13,12 @@ from harness.poll import wait_for_batch
 from harness.rss import PeakRss
 from harness.server import ServerProcess
 
-LINES = 200_000
+LINES = 100_000
 MB = 1 << 20
+# About 25 MB of it is the same at any size (buffers, pools, the id set's first arrays): 60 MB
+# still fails a server that keeps 350 bytes or more a line, as a dict or a string a line would
+# (W9 runs a million lines).
+MAX_GROWTH = 60 * MB
 MODEL = "sim-embed"
 
 
@@ -26,7 +30,7 @@ def _input() -> bytes:
     )
 
 
-def test_200k_lines_every_custom_id_once_in_bounded_memory(tmp_path):
+def test_100k_lines_every_custom_id_once_in_bounded_memory(tmp_path):
     fleet = FakeFleet(tmp_path, count=2, max_concurrency=64).start()
     config = upstream_config(
         tmp_path / "models.json",
@@ -57,7 +61,7 @@ def test_200k_lines_every_custom_id_once_in_bounded_memory(tmp_path):
                     assert record["response"]["status_code"] == 200
                     seen.add(record["custom_id"])
         assert seen == {f"c-{i}" for i in range(LINES)}
-        assert rss.growth < 100 * MB, f"server RSS grew {rss.growth / MB:.0f} MB"
+        assert rss.growth < MAX_GROWTH, f"server RSS grew {rss.growth / MB:.0f} MB"
     finally:
         server.stop()
         fleet.stop()

@@ -28,7 +28,7 @@ from tests.support.orphans import kill_alone_and_assert_no_orphans
 
 NAMES = ("replica-a", "replica-b", "replica-c")
 LEASE_SECONDS = 3
-SHARD_LINES = 500
+SHARD_LINES = 250
 
 
 class Cluster:
@@ -125,20 +125,20 @@ def _checkpointed_lines(cluster: Cluster, batch_id: str) -> int:
 
 def test_three_replicas_share_one_batch(cluster):
     a, c = cluster.client("replica-a"), cluster.client("replica-c")
-    batch = create(a, _lines(6000, "share"))
+    batch = create(a, _lines(3000, "share"))
     done = wait_for(c, batch.id, timeout=600)
-    _assert_complete(c, done, 6000, "share")
+    _assert_complete(c, done, 3000, "share")
     shards = cluster.shards(batch.id)
-    assert len(shards) == 6000 // SHARD_LINES and all(status == "done" for _, status, _, _, _ in shards)
-    assert sum(lines for *_, lines in shards) == 6000
+    assert len(shards) == 3000 // SHARD_LINES and all(status == "done" for _, status, _, _, _ in shards)
+    assert sum(lines for *_, lines in shards) == 3000
     assert {replica for _, _, _, replica, _ in shards} == set(NAMES)
     # A finalized batch keeps its checkpoint chunks, each line once (GET .../results reads them)
-    assert _checkpointed_lines(cluster, batch.id) == 6000
+    assert _checkpointed_lines(cluster, batch.id) == 3000
 
 
 def test_cancel_through_one_replica_stops_every_replica(cluster):
     a, b = cluster.client("replica-a"), cluster.client("replica-b")
-    batch = create(a, _lines(6000, "cancel"))
+    batch = create(a, _lines(3000, "cancel"))
     wait_until(
         lambda: cluster.running(batch.id)["replica-a"] and cluster.running(batch.id)["replica-c"],
         120,
@@ -155,17 +155,17 @@ def test_cancel_through_one_replica_stops_every_replica(cluster):
     assert done.status == "cancelled"
     counts = done.request_counts
     output, errors = results_by_custom_id(b, done)
-    assert 0 < counts.completed < 6000 and counts.total == 6000
+    assert 0 < counts.completed < 3000 and counts.total == 3000
     assert (len(output), len(errors)) == (counts.completed, counts.failed)
-    assert set(output) | set(errors) == {f"cancel-{i}" for i in range(6000)}
+    assert set(output) | set(errors) == {f"cancel-{i}" for i in range(3000)}
     assert all(line["error"]["code"] == "batch_cancelled" for line in errors.values())
     assert all(line["response"]["status_code"] == 200 for line in output.values())
-    assert _checkpointed_lines(cluster, batch.id) == 6000  # the lines that never ran are a chunk too
+    assert _checkpointed_lines(cluster, batch.id) == 3000  # the lines that never ran are a chunk too
 
 
 def test_sigterm_drains_a_replica_and_others_take_its_shards_at_once(cluster):
     a = cluster.client("replica-a")
-    batch = create(a, _lines(4000, "term"))
+    batch = create(a, _lines(2000, "term"))
     wait_until(lambda: cluster.running(batch.id)["replica-c"], 120, "replica-c to run a shard", 0.2)
     server = cluster.replicas["replica-c"]
     held = {no for no, status, owner, _, _ in cluster.shards(batch.id) if owner == "replica-c" and status == "running"}
@@ -184,7 +184,7 @@ def test_sigterm_drains_a_replica_and_others_take_its_shards_at_once(cluster):
     assert claimed_after < 5 and exited_after < 30
     assert "draining" in server.log()
     done = wait_for(a, batch.id, timeout=600)
-    _assert_complete(a, done, 4000, "term")
+    _assert_complete(a, done, 2000, "term")
 
 
 def _message_batch(cluster: Cluster, n: int, prefix: str):
@@ -214,8 +214,8 @@ def _assert_message_batch_complete(client, batch_id: str, n: int, prefix: str) -
 def test_sigkill_of_a_replica_mid_run_loses_nothing(cluster):
     """An OpenAI batch and an Anthropic Message Batch run on the same shards and replicas."""
     a = cluster.client("replica-a")
-    batch = create(a, _lines(4000, "kill"))
-    messages, message_batch = _message_batch(cluster, 4000, "kill-msg")
+    batch = create(a, _lines(2000, "kill"))
+    messages, message_batch = _message_batch(cluster, 2000, "kill-msg")
     wait_until(
         lambda: cluster.running(batch.id)["replica-b"] and cluster.running(message_batch.id)["replica-b"],
         120,
@@ -227,5 +227,5 @@ def test_sigkill_of_a_replica_mid_run_loses_nothing(cluster):
     print(f"replica-b's engine processes gone {took:.2f} s after it")
     server.kill()  # its group: nothing should be left, but never leak engines into the suite
     done = wait_for(a, batch.id, timeout=600)
-    _assert_complete(a, done, 4000, "kill")
-    _assert_message_batch_complete(messages, message_batch.id, 4000, "kill-msg")
+    _assert_complete(a, done, 2000, "kill")
+    _assert_message_batch_complete(messages, message_batch.id, 2000, "kill-msg")
