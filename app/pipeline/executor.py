@@ -82,12 +82,14 @@ class LineExecutor:
         request_id = new_request_id()
         body = tenant_body(line.body, self.tenant_priority_allowed)
         self._in_flight[task] = request_id
+        started = metrics.line_started(model)
         try:
-            with metrics.line_in_flight(model, line.url), tracing.line_span(line.line_no, line.custom_id, line.url):
+            with tracing.line_span(line.line_no, line.custom_id, line.url):
                 result = await self.engine.execute(
                     line.url, body, request_id, batch_priority(grant.ahead, grant.behind)
                 )
         finally:
+            metrics.line_ended(model, line.url, started)
             self._in_flight.pop(task, None)
             gate.release(grant)
         metrics.record_line(model, line.url, result.status_code == 200, result.usage)

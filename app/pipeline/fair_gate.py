@@ -138,15 +138,17 @@ class FairGate:
         if ticket.project not in self._queues:
             self._pass[ticket.project] = max(self._pass.get(ticket.project, 0.0), self._clock)
         heapq.heappush(self._queues.setdefault(ticket.project, []), waiter)
+        metrics.line_waiting(self.name, +1)
         try:
-            with metrics.line_waiting(self.name):
-                return await future
+            return await future
         except asyncio.CancelledError:
             if future.done() and not future.cancelled():
                 self.release(future.result())  # the slot was handed over just as we were cancelled
             else:
                 self._forget(waiter)
             raise
+        finally:
+            metrics.line_waiting(self.name, -1)
 
     def release(self, grant: Grant) -> None:
         self._drop(self._held, grant.project)
