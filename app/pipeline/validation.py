@@ -11,6 +11,7 @@ one path that words an error, so a refused file gets the same errors either way.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -268,8 +269,10 @@ async def validate_input_file(
                 break
         else:  # read to the end: the last line, when it has no newline
             await _feed(validator, splitter.end_block())
-    finally:
+    finally:  # a read left in flight by an early stop: cancelled, and its outcome taken
         upcoming.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await upcoming
     result = validator.result
     if result.total == 0:
         result.errors.append(_error(LineErrorCode.EMPTY_FILE, "The batch input file is empty.", None))
