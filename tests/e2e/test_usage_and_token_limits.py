@@ -6,6 +6,7 @@ tokens are the documented estimate: a token per 4 bytes of message text)."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -291,6 +292,22 @@ def test_token_limit_applies_per_project_and_model(cluster):
     assert reopened.status == "in_progress"
 
 
+def _kill_while_holding_a_shard(cluster: Cluster, batch_id: str) -> None:
+    """Kill replica 0 while it holds a running shard of the batch. Its shards last tens of
+    milliseconds, so it is stopped first and killed only if it holds one then (else let go on)."""
+    held = "SELECT count(*) FROM batch_shards WHERE batch_id = :b AND status = 'running' AND lease_owner = 'usage-a'"
+    pid = cluster.replicas[0].pid
+    deadline = time.monotonic() + 60
+    while True:
+        os.kill(pid, signal.SIGSTOP)
+        if db.execute(cluster.replicas[1], held, b=batch_id)[0][0] > 0:
+            break
+        os.kill(pid, signal.SIGCONT)
+        assert time.monotonic() < deadline, "usage-a never held a shard of the batch"
+        time.sleep(0.05)
+    cluster.replicas[0].kill()
+
+
 def test_usage_counts_each_line_once_when_a_replica_is_killed_mid_batch(cluster):
     """Last in the module: replica 0 stays dead. Its unflushed lines run again on replica 1; the
     usage of the lines it had stored is not counted twice."""
@@ -298,7 +315,7 @@ def test_usage_counts_each_line_once_when_a_replica_is_killed_mid_batch(cluster)
     survivor = cluster.client(1, "key-a")
     batch = create(survivor, _chat(2000, "paced-chat", "crash"))
     wait_for(survivor, batch.id, until=lambda b: b.request_counts.completed >= 300, timeout=120)
-    cluster.replicas[0].kill()
+    _kill_while_holding_a_shard(cluster, batch.id)
     done = wait_for(survivor, batch.id, timeout=240)
     assert done.status == "completed" and done.request_counts.completed == 2000, done
     output, _ = results_by_custom_id(survivor, done)
