@@ -18,6 +18,7 @@ from app.scheduling.priority import AT_RISK_PRIORITY, BATCH_PRIORITY
 from harness import postgres
 from harness.poll import wait_for_batch, wait_until
 from harness.tenancy import MODEL, TenancyCluster, project_of, shares, span
+from tests.support.batches import SLOW_HOST_SECONDS
 
 SECOND = "fleet-model-2"
 TEAMS = [f"team{n:02}" for n in range(20)]
@@ -27,9 +28,6 @@ LATE = "team-late"
 # last one starts (the shares are measured then). A second-model batch needs about 2 s of its
 # fleet alone and 9 s shared by the five: longer than the seconds their validations may stagger.
 LINES, SECOND_LINES, SMALL = 500, 600, 60
-# Bound on the waits that are 3 s goals in bench W6 on a quiet host (docs/sharing.md): the suite
-# runs on a busy host whose speed drifts by up to twice.
-SLOW_HOST_SECONDS = 10.0
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,9 @@ from harness.poll import wait_for_batch as wait_for  # noqa: F401
 
 CHAT_MODEL = "batchd-tiny-chat"
 EMBED_MODEL = "all-MiniLM-L6-v2"
+# Bound on the waits that are 3 s goals in bench W6 on a quiet host (docs/sharing.md): the suite
+# runs on a busy host whose speed drifts by up to twice.
+SLOW_HOST_SECONDS = 10.0
 
 
 def jsonl(lines: list[dict]) -> bytes:
