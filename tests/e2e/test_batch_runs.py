@@ -215,10 +215,10 @@ def test_expiry_stops_the_batch_and_keeps_finished_lines(model_client):
 def test_concurrent_batches_of_two_projects_share_the_engine(model_server, model_client):
     # The unit of fairness is the project (within one, the earliest deadline goes first).
     other = openai_client(model_server.base_url, "key-b")
-    # A few seconds of work each (about eight alone), not one: the first is surely still running
+    # A few seconds of work each (about five alone), not one: the first is surely still running
     # when the second starts, even when validating and claiming the second is slow.
-    first = create(model_client, _long_lines(400, "first", tokens=100))
-    second = create(other, _long_lines(400, "second", tokens=100))
+    first = create(model_client, _long_lines(250, "first", tokens=100))
+    second = create(other, _long_lines(250, "second", tokens=100))
     # Measure from the moment both batches are running (the second may start late on a busy
     # machine): from then on the second gets a fair share, it does not wait for the first.
     started = wait_for(other, second.id, until=lambda b: b.request_counts.completed >= 1)
@@ -233,7 +233,7 @@ def test_concurrent_batches_of_two_projects_share_the_engine(model_server, model
     assert first_gain > 0, (first_at_start, first_gain, second_gain)
     assert second_gain >= first_gain // 2 - min(16, first_gain // 4), (first_at_start, first_gain, second_gain)
     done = [first_done, wait_for(other, second.id)]
-    assert [b.request_counts.completed for b in done] == [400, 400], [
+    assert [b.request_counts.completed for b in done] == [250, 250], [
         read_lines(client, b.error_file_id)[:2] for client, b in zip((model_client, other), done, strict=True)
     ]
 

@@ -116,7 +116,7 @@ def _run_and_watch(browser, client, lines: int):
 def test_batch_runs_to_completed_with_moving_progress_and_output_download(browser, model_client, downloads):
     # The engine's speed here varies tenfold with the machine's load: when a batch finishes
     # between two of the page's one-second refreshes, a larger one is run.
-    for lines in (600, 3000):
+    for lines in (250, 3000):
         batch, seen = _run_and_watch(browser, model_client, lines)
         if len({done for _, done in seen if 0 < done < lines}) >= 2:  # the bar moved while watched
             break
