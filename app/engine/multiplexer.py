@@ -47,16 +47,19 @@ class ServingRegistry:
 
     def validate_line(self, endpoint: str, body: Any) -> LineProblem | None:
         model = body.get("model") if isinstance(body, dict) else None
-        if isinstance(model, str) and model not in self.upstream.names and not self.local.endpoints_for(model):
+        if isinstance(model, str) and not self._serves(model):
             # Served by neither: name every served model in the message.
             served = [*(c["id"] for c in self.local.model_cards()), *self.upstream.names]
             return common_line_problem(endpoint, body, lambda _: None, served)[0]
         return self._for(model).validate_line(endpoint, body)
 
     def lines_pass(self, endpoint: str, model: str, bodies: Sequence[dict[str, Any]]) -> bool:
-        if model not in self.upstream.names and not self.local.endpoints_for(model):
-            return not bodies  # served by neither: validate_line refuses every line
+        if not self._serves(model):
+            return not bodies  # validate_line refuses every line
         return self._for(model).lines_pass(endpoint, model, bodies)
+
+    def _serves(self, model: str) -> bool:
+        return model in self.upstream.names or bool(self.local.endpoints_for(model))
 
     async def count_prompt_tokens(self, endpoint: str, bodies: Sequence[Any]) -> list[int]:
         if not bodies:
