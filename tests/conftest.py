@@ -18,6 +18,7 @@ from tests.support.engines import eager_config
 from tests.support.head_start import HeadStarts
 from tests.support.otlp import shared_receiver
 from tests.support.s3 import S3Location
+from tests.support.vllm_upstreams import NAME as VLLM_UPSTREAMS
 
 # CI sets this: Postgres tests must run there, never skip.
 REQUIRE_POSTGRES = os.environ.get("BATCHD_TEST_REQUIRE_POSTGRES") == "1"
@@ -237,3 +238,15 @@ def model_client(model_server) -> openai.OpenAI:
 def replica_storage_env(seaweedfs) -> dict[str, str]:
     """The one bucket every replica of a test cluster shares."""
     return S3Location.fresh(seaweedfs).env()
+
+
+# Session scope: the backend parameter splits tests/e2e/test_upstream_vllm.py in two runs, and the
+# replica cluster (tests/e2e/test_replicas.py) runs two replicas in front of the chat server.
+@pytest.fixture(scope="session")
+def vllm_servers(head_starts):
+    """The running `vllm serve` pair: [chat, embeddings] (tests/support/vllm_upstreams.py)."""
+    servers = head_starts.take(VLLM_UPSTREAMS)
+    try:
+        yield [server.wait() for server in servers]
+    finally:
+        stop_all(servers)  # each may take its 30 s of grace

@@ -1,9 +1,11 @@
 """Scale-out: three `batchd serve` replicas (separate data dirs) over one Postgres database and
-one blob store share a batch's shards. A cancel through any replica stops all of them; a replica
+one blob store share a batch's shards. Replica-b runs its own vLLM engine; a and c send their
+lines to the session's `vllm serve` (one engine start instead of three: three at once took more
+than five minutes on a slow host). A cancel through any replica stops all of them; a replica
 sent SIGTERM gives its shards back at once; one killed mid-run loses them when their leases
 expire and the others resume them (killed alone, as a supervisor killing only the main pid does:
-its vLLM engine core and worker die with it within 10 s). The tests run in this order on one
-cluster (engines start once): the drained and the killed replica are not restarted."""
+its vLLM engine core and worker die with it, tests/support/orphans.py). The tests run in this
+order on one cluster (engines start once): the drained and the killed replica are not restarted."""
 
 from __future__ import annotations
 
@@ -21,21 +23,25 @@ from harness.client import anthropic_client, openai_client
 from harness.poll import wait_until
 from harness.server import ServerProcess
 from tests.conftest import API_KEYS_ENV
-from tests.support import db
+from tests.support import db, vllm_upstreams
 from tests.support.batches import CHAT_MODEL, chat_line, create, results_by_custom_id, wait_for
 from tests.support.engines import eager_config
 from tests.support.orphans import kill_alone_and_assert_no_orphans
 
+vllm_upstreams.register(__file__)
+
 NAMES = ("replica-a", "replica-b", "replica-c")
+ENGINE_REPLICA = "replica-b"  # the one killed mid-run: its engine processes must die with it
 LEASE_SECONDS = 3
 SHARD_LINES = 250
 
 
 class Cluster:
-    def __init__(self, tmp_path_factory, database_url: str, storage_env: dict[str, str]) -> None:
+    def __init__(self, tmp_path_factory, database_url: str, storage_env: dict[str, str], chat_url: str) -> None:
         self.tmp = tmp_path_factory
         self.database_url = database_url
         self.storage_env = storage_env
+        self.chat_url = chat_url
         self.config = eager_config(
             tmp_path_factory.mktemp("replica-config") / "models.json", {CHAT_MODEL: {"kv_cache_gib": 1}}
         )
@@ -55,9 +61,13 @@ class Cluster:
             self.database_url,
             env=env,
             models=True,
-            args=["--model", CHAT_MODEL, "--config", str(self.config)],
+            args=(
+                ["--model", CHAT_MODEL, "--config", str(self.config)]
+                if name == ENGINE_REPLICA
+                else ["--model", f"{CHAT_MODEL}={self.chat_url}"]
+            ),
         )
-        self.replicas[name] = server.start()
+        self.replicas[name] = server.start(timeout=600)
         return server
 
     def start_all(self, names=NAMES) -> None:
@@ -90,9 +100,9 @@ class Cluster:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, replica_storage_env):
+def cluster(tmp_path_factory, replica_storage_env, vllm_servers):
     database_url = postgres.create_database()
-    cluster = Cluster(tmp_path_factory, database_url, replica_storage_env)
+    cluster = Cluster(tmp_path_factory, database_url, replica_storage_env, vllm_servers[0].url)
     try:
         cluster.start_all()
         yield cluster

@@ -8,19 +8,14 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import httpx
 import pytest
 
-from app.engine.config.catalog import _minilm_path
-from app.engine.config.tiny_chat import build_tiny_chat_model
 from harness.client import anthropic_client, openai_client
 from harness.poll import wait_until
-from harness.process import stop_all
-from harness.vllm_serve import VllmServer
 from tests.conftest import API_KEYS_ENV
-from tests.support import db, head_start
+from tests.support import db, vllm_upstreams
 from tests.support.batches import (
     CHAT_MODEL,
     EMBED_MODEL,
@@ -36,37 +31,8 @@ from tests.support.otlp import check_batch_trace, shared_receiver
 VOLATILE = {"id", "created"}
 
 
-def _launch(work_dir: Path) -> list[VllmServer]:
-    work_dir.mkdir(parents=True)
-    chat_path = build_tiny_chat_model(work_dir / CHAT_MODEL)
-    # vLLM's own exporter speaks gRPC unless told otherwise.
-    tracing = ["--otlp-traces-endpoint", shared_receiver().traces_endpoint]
-    tracing_env = {
-        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
-        "OTEL_SERVICE_NAME": "vllm",
-        "OTEL_BSP_SCHEDULE_DELAY": "100",
-    }
-    chat_flags = ["--max-num-seqs", "16", "--max-model-len", "2048", *tracing]
-    return [
-        VllmServer(work_dir, chat_path, CHAT_MODEL, chat_flags, env=tracing_env).launch(),
-        VllmServer(work_dir, _minilm_path(), EMBED_MODEL, ["--runner", "pooling"]).launch(),
-    ]
-
-
-# Two `vllm serve`s start for about a minute and a half: they get a head start when the session
-# starts (tests/support/head_start.py).
-head_start.register(__file__, "vllm-upstreams", _launch)
-
-
-# Session scope: the backend parameter splits this module in two runs, and a module fixture
-# would start both `vllm serve`s again for the second (about a minute).
-@pytest.fixture(scope="session")
-def vllm_servers(head_starts):
-    servers = head_starts.take("vllm-upstreams")
-    try:
-        yield [server.wait() for server in servers]
-    finally:
-        stop_all(servers)  # each may take its 30 s of grace
+# The session's `vllm serve` pair: the `vllm_servers` fixture (tests/conftest.py).
+vllm_upstreams.register(__file__)
 
 
 @pytest.fixture(scope="module")

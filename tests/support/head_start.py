@@ -34,12 +34,14 @@ class Job(Protocol):
     def stop(self) -> None: ...
 
 
-_REGISTERED: dict[str, tuple[Path, Callable[[Path], list[Job]]]] = {}
+_REGISTERED: dict[str, tuple[set[Path], Callable[[Path], list[Job]]]] = {}
 
 
 def register(test_file: str, name: str, launch: Callable[[Path], list[Job]]) -> None:
-    """`launch(work_dir)` starts the work for tests in `test_file` and returns its jobs."""
-    _REGISTERED[name] = (Path(test_file).resolve(), launch)
+    """`launch(work_dir)` starts the work for tests in `test_file` and returns its jobs. Several
+    files may register one name: its work starts once when any of them is selected."""
+    files, _ = _REGISTERED.setdefault(name, (set(), launch))
+    files.add(Path(test_file).resolve())
 
 
 class BackgroundRun:
@@ -153,8 +155,8 @@ class HeadStarts:
         self.work_root = work_root
         self.jobs: dict[str, list[Job]] = {}
         try:
-            for name, (test_file, _) in _REGISTERED.items():
-                if test_file in selected_files:
+            for name, (test_files, _) in _REGISTERED.items():
+                if test_files & selected_files:
                     self.jobs[name] = self._launch(name)
                     for job in self.jobs[name]:
                         self.group.add(job.proc.pid)

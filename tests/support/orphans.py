@@ -9,7 +9,11 @@ import time
 
 import psutil
 
-ORPHAN_DEADLINE_SECONDS = 10
+# Each engine process gets its SIGKILL within a second of its parent's death, but the kernel's
+# teardown of gigabytes on a loaded 2-core host has taken up to 9 s (and, once, more than 10 s
+# for the worker, or for Python's resource tracker behind it, both gone soon after): without
+# the engines' watchdog they would never go.
+ORPHAN_DEADLINE_SECONDS = 30
 
 
 def engine_descendants(pid: int) -> list[psutil.Process]:
@@ -26,8 +30,16 @@ def _alive(proc: psutil.Process) -> bool:
         return False
 
 
+def _described(proc: psutil.Process, name: str) -> str:
+    """The name, state and parent of a process still alive (why it did not go)."""
+    try:
+        return f"{name} ({proc.status()}, parent {proc.ppid()}, {' '.join(proc.cmdline())[:120]})"
+    except psutil.Error:
+        return name
+
+
 def kill_alone_and_assert_no_orphans(pid: int) -> float:
-    """SIGKILL `pid` only; assert every descendant it had is gone within 10 s. Returns how long
+    """SIGKILL `pid` only; assert every descendant it had is gone within 30 s. Returns how long
     the last one took."""
     descendants = engine_descendants(pid)
     names = {p.pid: p.name() for p in descendants}
@@ -36,7 +48,7 @@ def kill_alone_and_assert_no_orphans(pid: int) -> float:
     started = time.monotonic()
     os.kill(pid, signal.SIGKILL)
     while any(_alive(p) for p in descendants):
-        left = {p.pid: names[p.pid] for p in descendants if _alive(p)}
+        left = {p.pid: _described(p, names[p.pid]) for p in descendants if _alive(p)}
         if time.monotonic() - started > ORPHAN_DEADLINE_SECONDS:
             for p in descendants:  # do not leave them to slow the rest of the suite
                 try:

@@ -21,7 +21,8 @@ from collections.abc import Collection
 
 import psutil
 
-# How often the engine core checks its parent; the whole tree is gone well within 10 s.
+# How often the engine core checks its parent: the tree gets its SIGKILL within a second of the
+# parent's exit (the kernel's teardown of gigabytes can take seconds more on a loaded host).
 POLL_SECONDS = 0.25
 
 _original_run_engine_core = None
