@@ -45,6 +45,8 @@ def normalize_endpoint(url: str) -> str | None:
     """
     if not isinstance(url, str):
         return None
+    if url in ALL_ENDPOINTS:  # canonical already: every line the worker runs
+        return url
     path = url.split("?", 1)[0].strip().rstrip("/")
     if not path.startswith("/"):
         path = "/" + path

@@ -17,8 +17,8 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol
 
 from app.core import metrics
 from app.scheduling.credit import CREDIT_LINES, refilled
@@ -82,12 +82,15 @@ class EqualShares:
         return 1.0
 
 
-@dataclass(order=True)
-class _Waiter:
+class _Waiter(NamedTuple):
+    """Ordered by (deadline, order): `order` is unique, so the ticket and future are never
+    compared (a tuple compares in C; a dataclass's generated __lt__ was a Python call a step
+    of every heap push and pop)."""
+
     deadline: float
     order: int
-    ticket: Ticket = field(compare=False)
-    future: asyncio.Future = field(compare=False)
+    ticket: Ticket
+    future: asyncio.Future
 
 
 class FairGate:
@@ -211,6 +214,11 @@ class FairGate:
                 del self._queues[project]
 
     def _next_project(self) -> str:
+        if len(self._queues) == 1:  # the usual case: what the rule below picks, without its lists
+            project = next(iter(self._queues))
+            weight = self.policy.weight(self.name, project)
+            self._pass[project] = capped_pass(self._pass.get(project, self._clock), self._clock, weight)
+            return project
         now = time.monotonic()
         heads = [
             Head(project, queue[0].deadline, self._goes_ahead(queue[0].ticket, now))

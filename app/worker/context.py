@@ -40,6 +40,8 @@ class WorkerContext:
     def line_gate(self, model: str | None, batch_model: str) -> FairGate:
         """The gate of the model a line names (a Message Batch's lines may name several); a
         model no engine serves (the line fails at once) shares its batch's gate."""
+        if model == batch_model:  # the usual line: its batch's gate whether served or not
+            return self.gate(batch_model)
         served = model is not None and bool(self.registry.endpoints_for(model))
         return self.gate(model if served and model is not None else batch_model)
 

@@ -45,6 +45,7 @@ class ShardRun:
         self._check_now = asyncio.Event()
         self._give_way = asyncio.Event()
         self.finished_batch = False  # this run moved its batch on to finalizing
+        self._marked_done = False  # committed as done by this run: nothing left to release
 
     @property
     def what(self) -> str:
@@ -69,7 +70,9 @@ class ShardRun:
 
     async def _release(self) -> None:
         """Drain, cancel or a failure: hand the shard back at once, not at lease expiry (a shard
-        already marked done is left as it is)."""
+        already marked done is left as it is; one this run marked done needs no transaction)."""
+        if self._marked_done:
+            return
         async with self.ctx.db.write() as session:
             await ShardRepository(session).release(self.claim)
 
@@ -144,6 +147,7 @@ class ShardRun:
             recorded = await shards.count_lines(self.claim)
             if recorded >= self.claim.lines:
                 await shards.mark_done(self.claim, now)
+        self._marked_done = recorded >= self.claim.lines
         if recorded < self.claim.lines:
             # A line whose result was not recorded runs again when the shard is next claimed.
             log.warning("%s: %d of %d lines recorded; running the rest again", self.what, recorded, self.claim.lines)

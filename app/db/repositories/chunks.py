@@ -7,7 +7,7 @@ import sys
 from array import array
 from collections.abc import AsyncIterator, Iterable, Sequence
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.statuses import TERMINAL_BATCH_STATUSES
@@ -35,10 +35,13 @@ class ChunkRepository:
         self.session = session
 
     async def add(self, batch_id: str, shard_no: int, blob_id: str, line_nos: bytes, lines: int) -> None:
-        self.session.add(
-            BatchChunk(batch_id=batch_id, shard_no=shard_no, blob_id=blob_id, line_nos=line_nos, lines=lines)
+        # A plain INSERT, once a checkpoint: nothing reads the row back through the session, so
+        # the ORM's unit of work (an object in the identity map, a flush) is not needed.
+        await self.session.execute(
+            insert(BatchChunk).values(
+                batch_id=batch_id, shard_no=shard_no, blob_id=blob_id, line_nos=line_nos, lines=lines
+            )
         )
-        await self.session.flush()
 
     async def line_nos_of_shard(self, batch_id: str, shard_no: int) -> Sequence[bytes]:
         result = await self.session.execute(

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import Literal
 
 from app.core.statuses import UpstreamState
@@ -105,7 +107,12 @@ class TargetPool:
     def __init__(self, model: str, targets: Sequence[Target]) -> None:
         self.model = model
         self.targets = list(targets)
-        self._waiters: deque[asyncio.Future] = deque()
+        # Callers waiting for a slot, first come first served, each with its deadline (inf: none).
+        self._waiters: deque[tuple[asyncio.Future, float]] = deque()
+        # One timer for every waiter's deadline, due at the earliest it was set for (a timer per
+        # waiting line was a cost per line: with the worker's surplus every line waits here).
+        self._expiry: asyncio.TimerHandle | None = None
+        self._expiry_at = math.inf
 
     @property
     def any_up(self) -> bool:
@@ -124,8 +131,9 @@ class TargetPool:
             target.outstanding += 1
         return target
 
-    async def acquire(self) -> Target:
-        """A URL with a slot reserved for the caller; give it back with :meth:`release`."""
+    async def acquire(self, deadline: float = math.inf) -> Target:
+        """A URL with a slot reserved for the caller; give it back with :meth:`release`.
+        Raises TimeoutError if none is free by ``deadline`` (``time.monotonic()``)."""
         target = self.try_acquire()
         if target is not None:
             return target
@@ -133,15 +141,21 @@ class TargetPool:
         woken_before = False
         while True:
             future = loop.create_future()
+            waiter = (future, deadline)
             # Woken but no room after all: keep our turn at the front.
-            (self._waiters.appendleft if woken_before else self._waiters.append)(future)
+            (self._waiters.appendleft if woken_before else self._waiters.append)(waiter)
+            if deadline < self._expiry_at:
+                self._expire_at(loop, deadline)
             try:
                 await future
             except asyncio.CancelledError:
                 if future.done() and not future.cancelled():
-                    self._wake()  # pass the wake-up on: we will not use it
+                    if future.exception() is None:
+                        self._wake()  # pass the wake-up on: we will not use it
+                    # else its deadline passed meanwhile: _expire took it out of the queue
                 else:
-                    self._waiters.remove(future)
+                    with suppress(ValueError):  # a release may have dropped it (cancelled) already
+                        self._waiters.remove(waiter)
                 raise
             target = self._pick()
             if target is not None:
@@ -170,10 +184,34 @@ class TargetPool:
 
     def _wake(self) -> None:
         while self._waiters:
-            future = self._waiters.popleft()
+            future, _ = self._waiters.popleft()
             if not future.done():
                 future.set_result(None)
                 return
+
+    def _expire_at(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+        self._expiry_at = deadline
+        self._expiry = loop.call_later(max(deadline - time.monotonic(), 0.0), self._expire, loop)
+
+    def _expire(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The earliest deadline is due: fail every waiter whose deadline passed (TimeoutError),
+        and set the timer for the earliest of the others."""
+        self._expiry, self._expiry_at = None, math.inf
+        now, kept = time.monotonic(), deque[tuple[asyncio.Future, float]]()
+        for waiter in self._waiters:
+            future, deadline = waiter
+            if future.done():
+                continue
+            if deadline <= now:
+                future.set_exception(TimeoutError())
+            else:
+                kept.append(waiter)
+        self._waiters = kept
+        earliest = min((deadline for _, deadline in kept), default=math.inf)
+        if earliest < math.inf:
+            self._expire_at(loop, earliest)
 
     # -- what happened to a request ----------------------------------------
 

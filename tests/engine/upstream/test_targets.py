@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import time
+
+import pytest
 
 from app.engine.upstream.targets import Target, TargetPool
 
@@ -56,5 +59,46 @@ def test_a_freed_slot_wakes_one_waiter_and_no_other():
         pool.release(await waiting[0])  # each release wakes the next waiter in line
         await asyncio.wait_for(asyncio.gather(waiting[1], waiting[2]), timeout=1)
         assert target.outstanding == 2 and not pool._waiters
+
+    asyncio.run(scenario())
+
+
+def test_a_waiter_past_its_deadline_gets_timeout_error_and_leaves_the_queue():
+    """The pool keeps one timer for every waiter's deadline: each fails at its own, the others
+    keep waiting in their places, and a release still goes to the first of them."""
+
+    async def scenario():
+        target = Target("http://a/v1", 1, 10)
+        pool = TargetPool("m", [target])
+        pool.set_state(target, "up")
+        held = await pool.acquire()
+        now = time.monotonic()
+        late = asyncio.ensure_future(pool.acquire(now + 60))
+        soon = asyncio.ensure_future(pool.acquire(now + 0.05))
+        never = asyncio.ensure_future(pool.acquire())
+        await asyncio.sleep(0)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(soon, timeout=2)
+        assert [future for future, _ in pool._waiters] and not late.done() and not never.done()
+        assert pool._expiry_at == pytest.approx(now + 60)  # re-armed for the next deadline
+        late.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await late
+        pool.release(held)
+        assert (await asyncio.wait_for(never, timeout=1)) is target
+        assert not pool._waiters and target.outstanding == 1
+
+    asyncio.run(scenario())
+
+
+def test_a_deadline_already_past_times_out_at_once():
+    async def scenario():
+        target = Target("http://a/v1", 1, 10)
+        pool = TargetPool("m", [target])
+        pool.set_state(target, "up")
+        await pool.acquire()
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(pool.acquire(time.monotonic() - 1), timeout=1)
+        assert not pool._waiters
 
     asyncio.run(scenario())
