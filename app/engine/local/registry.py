@@ -16,18 +16,17 @@ All methods must be called from the event loop that ran ``start``.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import time
 from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Any
 
-from vllm.utils.gc_utils import freeze_gc_heap
 from vllm.v1.engine.exceptions import EngineDeadError as VllmEngineDeadError
 
 from app.core.endpoints import normalize_endpoint
 from app.core.statuses import EngineState
+from app.engine import gc_heap
 from app.engine.config.specs import ModelSpec
 from app.engine.errors import EngineDeadError, EngineNotReadyError, ModelConfigError, RequestAborted
 from app.engine.inflight import InflightRequests
@@ -59,6 +58,7 @@ class EngineRegistry:
         self._created: dict[str, int] = {}
         self._inflight = InflightRequests()
         self._ready = False
+        self._heap = gc_heap.HeapSettings()
         self._closed = False
         self._cpus_before_pinning: set[int] | None = None
         # Engine cores already running in this process (another registry's), not ours to stop.
@@ -99,7 +99,7 @@ class EngineRegistry:
         # As `vllm serve` does after start-up: move the millions of objects from imports and
         # engine set-up out of the collector's reach, so the collections that per-line garbage
         # triggers do not rescan them (they were a visible share of the front-end's samples).
-        freeze_gc_heap()
+        self._heap.settle()
         self._ready = True
 
     async def shutdown(self) -> None:
@@ -125,10 +125,7 @@ class EngineRegistry:
                 logger.exception("Shutting down the engine for %s failed", engine.name)
         await asyncio.to_thread(wait_for_exit, processes)
         release_leftovers(shared)
-        # Undo start's gc.freeze(): frozen objects are never collected, not even at exit, and
-        # those in reference cycles include Triton's nanobind objects, which nanobind then
-        # reports as ~40 lines of "nanobind: leaked ..." when the process exits.
-        gc.unfreeze()
+        self._heap.restore()
         if self._cpus_before_pinning is not None:
             unpin(self._cpus_before_pinning)
             self._cpus_before_pinning = None

@@ -57,6 +57,7 @@ class UpstreamRegistry:
         self._inflight = InflightRequests()
         self._created = 0
         self._started = False
+        self._heap = gc_heap.HeapSettings()
         # Models whose upstream had no /tokenize, and when that was seen (asked again after NO_TOKENIZE_RECHECK_S).
         self._no_tokenize: dict[str, float] = {}
 
@@ -107,7 +108,7 @@ class UpstreamRegistry:
                     )
                 )
         self._started = True
-        gc_heap.settle()
+        self._heap.settle()
         for name, upstream in self._models.items():
             log.log(
                 logging.INFO if upstream.pool.any_up else logging.WARNING,
@@ -129,7 +130,7 @@ class UpstreamRegistry:
         if self._client is not None:
             await self._client.close()
             self._client = None
-        gc_heap.restore()
+        self._heap.restore()
 
     # -- what is served ----------------------------------------------------
 
