@@ -69,7 +69,7 @@ class LineExecutor:
         on_outcome: OnOutcome,
         gate: FairGate,
         grant: Grant | None,
-        admitted: Callable[[], None],
+        admitted: Callable[[asyncio.Task], None],
     ) -> None:
         """Run one line: with `grant`, its slot is already held; else wait for one first."""
         model = line.body.get("model")
@@ -78,7 +78,7 @@ class LineExecutor:
         self._unstarted.pop(task, None)
         if grant is None:
             grant = await gate.acquire(self.ticket)
-            admitted()
+            admitted(task)
         request_id = new_request_id()
         body = tenant_body(line.body, self.tenant_priority_allowed)
         self._in_flight[task] = request_id
@@ -124,10 +124,8 @@ class LineExecutor:
         free = self.window + WAITING_LINES
         waiting: set[asyncio.Task] = set()  # lines waiting at their gates
 
-        def admitted() -> None:
-            task = asyncio.current_task()
-            if task is not None:
-                waiting.discard(task)
+        def admitted(task: asyncio.Task) -> None:
+            waiting.discard(task)
             wake.set()
 
         def finished(task: asyncio.Task) -> None:

@@ -31,13 +31,22 @@ MAX_BUFFERED = 4 * FLUSH_ROWS
 
 class Checkpoint:
     def __init__(
-        self, db: Database, store: BlobStore, project: str, claim: ShardClaim, usage: UsageKey | None = None
+        self,
+        db: Database,
+        store: BlobStore,
+        project: str,
+        claim: ShardClaim,
+        usage: UsageKey | None = None,
+        recorded: set[int] | None = None,
     ) -> None:
         self.db = db
         self.store = store
         self.project = project
         self.claim = claim
         self.usage = usage
+        # The shard's recorded line numbers (read after the claim, plus what this run committed),
+        # so a write need not read them back; None once a write's outcome is unknown: read then.
+        self._recorded = recorded
         self._buffer: list[LineRow] = []
         self._lock = asyncio.Lock()
         self._background: asyncio.Task | None = None
@@ -84,15 +93,19 @@ class Checkpoint:
                 writer.write(encode(rows))
                 await writer.drain()
                 await self.store.commit(writer, self.project, blob_id)
+                recorded = self._recorded
                 async with self.db.write() as session:
                     new = await ShardRepository(session).record_lines(
-                        self.claim, rows, blob_id, self.usage, time.time()
+                        self.claim, rows, blob_id, self.usage, time.time(), recorded
                     )
             except BaseException:
                 # Interrupted (e.g. the flushing task was cancelled): keep the rows for the next
                 # flush, which leaves out lines that did commit. The blob stays: whether its chunk
                 # committed is unknown here, and the blob sweep removes it if not.
                 self._buffer[:0] = rows
+                self._recorded = None
                 raise
+            if recorded is not None:
+                recorded.update(row.line_no for row in rows)  # committed: each is recorded now
             if not new:  # every line was recorded already: no chunk names the blob
                 await self.store.delete(self.project, blob_id)

@@ -114,7 +114,7 @@ class ShardRun:
         model = batch.model
         assert model is not None, "validation names a running batch's model"
         usage = UsageKey(batch.project, model, batch.id, usage_kind(batch.endpoint), batch.api_key_id)
-        checkpoint = Checkpoint(self.ctx.db, self.ctx.store, batch.project, self.claim, usage)
+        checkpoint = Checkpoint(self.ctx.db, self.ctx.store, batch.project, self.claim, usage, set(done))
         ticket = Ticket(batch.project, batch.id, float(batch.expires_at))
         # A Message Batch's requests are checked as they run (an OpenAI batch's lines were at validation).
         engine: LineRunner = self.ctx.registry

@@ -18,6 +18,7 @@ from app.db.repositories.chunks import ChunkRepository
 from app.db.repositories.shards import ShardRepository, ShardSpan
 from app.pipeline.chunk_lines import encode
 from app.storage.local import LocalBlobStore
+from app.worker.checkpoint import Checkpoint
 from app.worker.chunks import FinishedLine, finished_shards
 
 LEASE = 10.0
@@ -196,3 +197,42 @@ async def _carry_over(url: str, store: LocalBlobStore) -> None:
 def test_lines_checkpointed_before_chunks_survive_the_upgrade(database_factory, tmp_path):
     url = database_factory() or f"sqlite+aiosqlite:///{tmp_path / 'batchd.db'}"
     asyncio.run(_carry_over(url, LocalBlobStore(tmp_path / "blobs")))
+
+
+async def _known_lines(url: str, store: LocalBlobStore) -> None:
+    """A checkpoint that knows its shard's recorded lines (read after its claim) writes without
+    reading them back, leaves those out as a read would, and reads them again after a write whose
+    outcome it does not know."""
+    await upgrade(url)
+    db = Database(url)
+    try:
+        await _setup(db)
+        a = await _claim(db, "replica-a", 100.0)
+        assert await _record(db, store, a, [_row(1)], "chunk-1") == 1
+        checkpoint = Checkpoint(db, store, "p", a, recorded={1})
+        for row in (_row(1), _row(2)):  # 1 ran again (a retried write): it is left out
+            checkpoint._buffer.append(row)
+        await checkpoint.flush()
+        assert checkpoint._recorded == {1, 2}
+
+        async def failing(*args, **kwargs):
+            raise OSError("disk full")
+
+        checkpoint._buffer.append(_row(3))
+        real_commit, store.commit = store.commit, failing  # type: ignore[method-assign]
+        with pytest.raises(OSError):
+            await checkpoint.flush()
+        store.commit = real_commit  # type: ignore[method-assign]
+        assert checkpoint._recorded is None and [r.line_no for r in checkpoint._buffer] == [3]
+        checkpoint._buffer.append(_row(2))
+        await checkpoint.flush()  # reads what is recorded: 2 is left out again
+        async with db.read() as session:
+            assert await ShardRepository(session).finished_line_numbers(a) == {1, 2, 3}
+            assert await ShardRepository(session).count_lines(a) == 3
+    finally:
+        await db.dispose()
+
+
+def test_a_checkpoint_that_knows_its_recorded_lines_need_not_read_them(database_factory, tmp_path):
+    url = database_factory() or f"sqlite+aiosqlite:///{tmp_path / 'batchd.db'}"
+    asyncio.run(_known_lines(url, LocalBlobStore(tmp_path / "blobs")))

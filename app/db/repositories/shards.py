@@ -8,6 +8,7 @@ sealed for finalize) writes nothing: LeaseLost."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from sqlalchemy import and_, case, func, or_, select, update
@@ -166,15 +167,24 @@ class ShardRepository:
         )
 
     async def record_lines(
-        self, claim: ShardClaim, rows: Sequence[LineRow], blob_id: str, usage: UsageKey | None = None, now: float = 0.0
+        self,
+        claim: ShardClaim,
+        rows: Sequence[LineRow],
+        blob_id: str,
+        usage: UsageKey | None = None,
+        now: float = 0.0,
+        recorded: AbstractSet[int] | None = None,
     ) -> int:
         """Record the finished lines whose results the blob `blob_id` holds as one chunk (a line
         already recorded is left out of it) and add what was new to the shard's and the batch's
-        counters, and to `usage`'s minute of `now`, in one transaction. Returns how many were new."""
+        counters, and to `usage`'s minute of `now`, in one transaction. Returns how many were new.
+        `recorded`: the shard's recorded line numbers when the caller knows them (its own claim's
+        writes since it read them: nobody else writes under its fence), else they are read."""
         if not rows:
             return 0
         chunks = ChunkRepository(self.session)
-        recorded = await self.finished_line_numbers(claim)
+        if recorded is None:
+            recorded = await self.finished_line_numbers(claim)
         new = [row for row in rows if row.line_no not in recorded]
         # Fence first: a stale runner's transaction rolls back before it touches the batch row.
         if not await self._fenced_update(claim, lines_done=BatchShard.lines_done + len(new)):

@@ -172,12 +172,13 @@ class TargetPool:
         self._wake()
 
     def _pick(self) -> Target | None:
-        best = None
+        best, up = None, UpstreamState.UP
         for target in self.targets:
+            outstanding = target.outstanding
             if (
-                target.state == UpstreamState.UP
-                and target.outstanding < int(target.window)
-                and (best is None or target.outstanding < best.outstanding)
+                target.state == up
+                and outstanding < int(target.window)
+                and (best is None or outstanding < best.outstanding)
             ):
                 best = target
         return best
