@@ -22,6 +22,9 @@ class Progress:
         self.failed = 0
         self.output_tokens = 0
         self.started = time.monotonic()
+        # When the last line's output was written (close()): the summary's time ends there, not
+        # after the engines' shutdown (seconds on CPU) that comes before it is printed.
+        self.ended: float | None = None
         self._last_log = self.started
         self._bar = None
         if sys.stderr.isatty():
@@ -57,7 +60,7 @@ class Progress:
         return text
 
     def summary(self) -> str:
-        elapsed = max(time.monotonic() - self.started, 1e-9)
+        elapsed = max((self.ended or time.monotonic()) - self.started, 1e-9)
         return (
             f"done: {self.done} lines (ok {self.ok}, failed {self.failed}"
             + (f", {self.already_done} already done before --resume" if self.already_done else "")
@@ -66,5 +69,7 @@ class Progress:
         )
 
     def close(self) -> None:
+        if self.ended is None:
+            self.ended = time.monotonic()
         if self._bar is not None:
             self._bar.close()
