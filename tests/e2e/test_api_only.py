@@ -75,9 +75,11 @@ def test_batch_created_through_api_only_runs_on_the_model_server(api_only, api_c
 
 
 def test_cancel_through_api_only_stops_the_worker(api_client):
+    # Long enough to be cancelled mid-run: 1,500 lines of 64 tokens once all ran before the
+    # first completed count was seen (a quiet host, Postgres + S3); lines past the cancel cost nothing.
     n = 1500
     batch = create(
-        api_client, [chat_line(f"stop-{i}", f"cancel me {i}", max_tokens=64, ignore_eos=True) for i in range(n)]
+        api_client, [chat_line(f"stop-{i}", f"cancel me {i}", max_tokens=256, ignore_eos=True) for i in range(n)]
     )
     wait_for(api_client, batch.id, until=lambda b: b.request_counts.completed >= 1)
     api_client.batches.cancel(batch.id)
