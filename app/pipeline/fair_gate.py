@@ -213,19 +213,22 @@ class FairGate:
             if not queue:
                 del self._queues[project]
 
+    def _refresh_pass(self, project: str) -> float:
+        """Bring a waiting project's pass up to the clock (capped for its weight); its weight."""
+        weight = self.policy.weight(self.name, project)
+        self._pass[project] = capped_pass(self._pass.get(project, self._clock), self._clock, weight)
+        return weight
+
     def _next_project(self) -> str:
         if len(self._queues) == 1:  # the usual case: what the rule below picks, without its lists
             project = next(iter(self._queues))
-            weight = self.policy.weight(self.name, project)
-            self._pass[project] = capped_pass(self._pass.get(project, self._clock), self._clock, weight)
+            self._refresh_pass(project)
             return project
         now = time.monotonic()
         heads = [
             Head(project, queue[0].deadline, self._goes_ahead(queue[0].ticket, now))
             for project, queue in self._queues.items()
         ]
-        weights = {project: self.policy.weight(self.name, project) for project in self._queues}
-        for project, weight in weights.items():
-            self._pass[project] = capped_pass(self._pass.get(project, self._clock), self._clock, weight)
+        weights = {project: self._refresh_pass(project) for project in self._queues}
         bound = at_risk_bound(self.capacity, self.policy.at_risk_max_share)
         return next_project(heads, self._held, self._held_ahead, weights, self._pass, bound)

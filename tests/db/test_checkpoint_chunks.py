@@ -73,6 +73,13 @@ async def _claim(db: Database, owner: str, now: float, skip=()):
         return await ShardRepository(session).claim(owner, now, LEASE, list(skip))
 
 
+async def _assert_recorded(db: Database, claim, line_nos: set[int]) -> None:
+    """The shard has recorded exactly `line_nos`, and counts each once."""
+    async with db.read() as session:
+        assert await ShardRepository(session).finished_line_numbers(claim) == line_nos
+        assert await ShardRepository(session).count_lines(claim) == len(line_nos)
+
+
 async def _scenario(url: str, store: LocalBlobStore) -> None:
     await upgrade(url)
     db = Database(url)
@@ -187,9 +194,7 @@ async def _carry_over(url: str, store: LocalBlobStore) -> None:
             (1, 6, True, b'{"custom_id": "c6", "x": "a b"}'),
         ]
         a = await _claim(db, "replica-a", 100.0)
-        async with db.read() as session:  # a resumed shard skips them; each shard has its own chunk
-            assert await ShardRepository(session).finished_line_numbers(a) == {1, 3}
-            assert await ShardRepository(session).count_lines(a) == 2
+        await _assert_recorded(db, a, {1, 3})  # a resumed shard skips them; each shard has its own chunk
     finally:
         await db.dispose()
 
@@ -226,9 +231,7 @@ async def _known_lines(url: str, store: LocalBlobStore) -> None:
         assert checkpoint._recorded is None and [r.line_no for r in checkpoint._buffer] == [3]
         checkpoint._buffer.append(_row(2))
         await checkpoint.flush()  # reads what is recorded: 2 is left out again
-        async with db.read() as session:
-            assert await ShardRepository(session).finished_line_numbers(a) == {1, 2, 3}
-            assert await ShardRepository(session).count_lines(a) == 3
+        await _assert_recorded(db, a, {1, 2, 3})
     finally:
         await db.dispose()
 

@@ -48,8 +48,8 @@ def kill_alone_and_assert_no_orphans(pid: int) -> float:
     started = time.monotonic()
     os.kill(pid, signal.SIGKILL)
     while any(_alive(p) for p in descendants):
-        left = {p.pid: _described(p, names[p.pid]) for p in descendants if _alive(p)}
         if time.monotonic() - started > ORPHAN_DEADLINE_SECONDS:
+            left = {p.pid: _described(p, names[p.pid]) for p in descendants if _alive(p)}
             for p in descendants:  # do not leave them to slow the rest of the suite
                 try:
                     p.kill()
