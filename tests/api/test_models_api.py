@@ -7,7 +7,7 @@ import openai
 import pytest
 
 from harness.poll import wait_until
-from tests.support.batches import CHAT_MODEL, EMBED_MODEL, chat_line, create, wait_for
+from tests.support.batches import CHAT_MODEL, EMBED_MODEL, cancel_in_cleanup, chat_line, create, wait_for
 
 
 def test_models_carry_engine_state_and_load(model_client):
@@ -27,8 +27,7 @@ def test_lines_in_flight_are_counted_while_a_batch_runs(model_client):
         seen = wait_for(model_client, batch.id, until=lambda b: _in_flight(model_client) > 0, timeout=120)
         assert seen.status not in ("completed", "failed"), "the batch ended before any line was seen in flight"
     finally:
-        model_client.batches.cancel(batch.id)
-        wait_for(model_client, batch.id)
+        cancel_in_cleanup(model_client, batch.id)
     wait_until(lambda: _in_flight(model_client) == 0, 10, "the slots released after the batch was cancelled")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import openai
@@ -53,6 +54,14 @@ def upload(client: openai.OpenAI, lines: list[dict] | bytes, name: str = "input.
 def create(client: openai.OpenAI, lines, endpoint: str = "/v1/chat/completions", window: str = "24h", **kw):
     file = upload(client, lines)
     return client.batches.create(input_file_id=file.id, endpoint=endpoint, completion_window=window, **kw)
+
+
+def cancel_in_cleanup(client: openai.OpenAI, batch_id: str):
+    """Cancel a test's batch in its `finally` and wait until it ends. The batch may have ended
+    between the test's last read and here on a quiet host: then there is nothing to cancel."""
+    with contextlib.suppress(openai.ConflictError):
+        client.batches.cancel(batch_id)
+    return wait_for(client, batch_id)
 
 
 def read_lines(client: openai.OpenAI, file_id: str | None) -> list[dict]:

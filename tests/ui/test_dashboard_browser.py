@@ -16,7 +16,7 @@ from selenium.webdriver.support.ui import Select
 
 from harness.client import openai_client
 from harness.server import BATCHD
-from tests.support.batches import chat_line, create, wait_for
+from tests.support.batches import cancel_in_cleanup, chat_line, create, wait_for
 from tests.ui.browser import click_in_page, eventually, missing_browser, start_chromium, unexpected_errors
 
 # The page is the same whatever the database; one backend is enough for the browser (the API
@@ -360,7 +360,7 @@ _TEXT_IN_PAGE = "const el = document.querySelector(arguments[0]); return el ? el
 
 def test_queue_page_shows_the_projects_running_batch_with_its_share(browser, model_client):
     batch = create(
-        model_client, [chat_line(f"q-{i}", f"queue line {i}", max_tokens=64, ignore_eos=True) for i in range(300)]
+        model_client, [chat_line(f"q-{i}", f"queue line {i}", max_tokens=128, ignore_eos=True) for i in range(300)]
     )
     try:
         _go(browser, "/batches")
@@ -384,5 +384,4 @@ def test_queue_page_shows_the_projects_running_batch_with_its_share(browser, mod
         )
         assert "weight 1" in text
     finally:
-        model_client.batches.cancel(batch.id)
-        wait_for(model_client, batch.id)
+        cancel_in_cleanup(model_client, batch.id)
