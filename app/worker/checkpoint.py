@@ -75,18 +75,31 @@ class Checkpoint:
         elif len(self._buffer) >= FLUSH_ROWS and self._background is None:
             self._background = asyncio.create_task(self._write())
 
-    async def flush(self) -> None:
-        """Write every buffered row (after the write already under way); raises what either raised."""
+    async def flush(self, finish: bool = False) -> bool:
+        """Write every buffered row (after the write already under way); raises what either raised.
+        With `finish` (the run has read and run every line it had), the write that leaves every
+        line of the shard recorded also marks the shard done; True if it did."""
         background, self._background = self._background, None
         if background is not None:
             await background
-        await self._write()
+        return await self._write(finish)
 
-    async def _write(self) -> None:
+    def _completes_shard(self, rows: list[LineRow]) -> bool:
+        recorded = self._recorded
+        if recorded is None:  # unknown after a write of unknown outcome: the caller counts
+            return False
+        return len(recorded.union(row.line_no for row in rows)) >= self.claim.lines
+
+    async def _write(self, finish: bool = False) -> bool:
         async with self._lock:
             rows, self._buffer = self._buffer, []
+            done_at = time.time() if finish and self._completes_shard(rows) else None
             if not rows:
-                return
+                if done_at is None:
+                    return False
+                async with self.db.write() as session:
+                    await ShardRepository(session).mark_done(self.claim, done_at)
+                return True
             blob_id = f"{BLOB_PREFIX}{uuid.uuid4().hex}"
             try:
                 writer = self.store.new_writer(self.project, blob_id)
@@ -96,7 +109,7 @@ class Checkpoint:
                 recorded = self._recorded
                 async with self.db.write() as session:
                     new = await ShardRepository(session).record_lines(
-                        self.claim, rows, blob_id, self.usage, time.time(), recorded
+                        self.claim, rows, blob_id, self.usage, time.time(), recorded, done_at
                     )
             except BaseException:
                 # Interrupted (e.g. the flushing task was cancelled): keep the rows for the next
@@ -109,3 +122,4 @@ class Checkpoint:
                 recorded.update(row.line_no for row in rows)  # committed: each is recorded now
             if not new:  # every line was recorded already: no chunk names the blob
                 await self.store.delete(self.project, blob_id)
+            return done_at is not None

@@ -22,12 +22,15 @@ from app.scheduling.admission import ShardHere, Slots, shard_slots
 from app.scheduling.state import RunningShard
 from app.worker.batch_run import BatchRun
 from app.worker.context import WorkerContext
-from app.worker.shard_run import ShardRun
+from app.worker.shard_run import ShardRun, ShardStart, shard_start
 
 log = logging.getLogger("batchd.worker")
 
 # Batches created through this replica wake the worker at once; the poll picks up work from
-# other replicas (their batches and shards, expired leases), so it need not be fast.
+# other replicas (their batches and shards, expired leases), so it need not be fast. A shard
+# that ends here wakes the worker for shards only: its batch's next step is claimed by the run
+# that ends the last shard (_finalize_now), and other batches' steps wait for a wake or the poll
+# (a batch claim at every shard's end was a write transaction a shard, a tenth of W8's).
 IDLE_POLL_SECONDS = 1.0
 
 
@@ -35,6 +38,8 @@ class Worker:
     def __init__(self, ctx: WorkerContext) -> None:
         self.ctx = ctx
         self._wake = asyncio.Event()
+        self._batch_steps_due = True  # look for batch steps at the loop's next turn
+        self._batch_poll_at = 0.0  # ... and at this time.monotonic() at the latest
         # batch id -> its run and the task driving it (one-replica steps)
         self._batches: dict[str, tuple[BatchRun, asyncio.Task]] = {}
         # shard id -> its run and task, and what admission needs to know of it
@@ -51,6 +56,7 @@ class Worker:
     def wake(self, batch_id: str | None = None) -> None:
         """Look for work now (called after a batch is created or cancelled); shards of `batch_id`
         running here re-read its status at once instead of at their next poll."""
+        self._batch_steps_due = True
         self._wake.set()
         for run, _ in list(self._shards.values()):
             if run.claim.batch_id == batch_id:
@@ -130,7 +136,7 @@ class Worker:
         window = self.ctx.window(model) if model is not None else 1
         return shard_slots(self.ctx.settings.max_running_shards, window)
 
-    async def _claim_shards(self) -> AsyncIterator[ShardClaim]:
+    async def _claim_shards(self) -> AsyncIterator[tuple[ShardClaim, ShardStart]]:
         """Shards to run, one at a time by app.scheduling.admission (fair share per model, shard
         slots sized by each engine), each after telling the shard it replaces, if any, to give way.
         One read of the queue serves every claim of a turn: on a busy host each database round
@@ -155,6 +161,8 @@ class Worker:
                     resumed_only=pick.resumed_only,
                     batch_id=candidate.batch_id,
                 )
+                # What the run starts from, in the claim's transaction (not one more of its own).
+                start = await shard_start(session, claim) if claim is not None else None
             if claim is None:  # none of its shards left to claim (or to resume)
                 candidates = [c for c in candidates if c.batch_id != candidate.batch_id]
                 continue
@@ -168,11 +176,20 @@ class Worker:
                 claim.shard_id, candidate.project, claim.batch_id, candidate.model, candidate.expires_at, time.time()
             )
             running.append(RunningShard(candidate.project, candidate.model, self.ctx.owner, 1, claim.batch_id))
-            yield claim
+            assert start is not None
+            yield claim, start
 
     def _describe(self, shard_id: int) -> tuple[str, int]:
         run = self._shards[shard_id][0]
         return run.claim.batch_id, run.claim.shard_no
+
+    def _take_batch_steps_due(self, now: float) -> bool:
+        """Whether this turn looks for batch steps: after a wake() or once a poll interval."""
+        due = self._batch_steps_due or now >= self._batch_poll_at
+        if due:
+            self._batch_steps_due = False
+            self._batch_poll_at = now + IDLE_POLL_SECONDS
+        return due
 
     async def _loop(self) -> None:
         settings = self.ctx.settings
@@ -180,19 +197,21 @@ class Worker:
             try:
                 # Past max_concurrent_batches, only a project with no step running anywhere starts
                 # one: one team's ten large files do not hold the others' small ones back.
-                while len(self._batches) < 2 * settings.max_concurrent_batches:
+                batch_steps = self._take_batch_steps_due(time.monotonic())
+                while batch_steps and len(self._batches) < 2 * settings.max_concurrent_batches:
                     claim = await self._claim_batch(len(self._batches) >= settings.max_concurrent_batches)
                     if claim is None:
                         break
                     self._start_batch(claim)
-                async for shard in self._claim_shards():
-                    shard_run = ShardRun(self.ctx, shard)
+                async for shard, start in self._claim_shards():
+                    shard_run = ShardRun(self.ctx, shard, start)
                     self._shards[shard.shard_id] = (
                         shard_run,
                         asyncio.create_task(self._run(shard_run, shard.batch_id)),
                     )
             except Exception:  # noqa: BLE001 - e.g. a busy database; try again shortly
                 log.warning("claiming work failed", exc_info=True)
+                self._batch_steps_due = True
             with suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), IDLE_POLL_SECONDS)
             self._wake.clear()
@@ -217,6 +236,7 @@ class Worker:
                     task = asyncio.create_task(self._finalize_now(batch_id))
                     self._finalizing.add(task)
                     task.add_done_callback(self._finalizing.discard)
+                self._wake.set()  # for shards (see IDLE_POLL_SECONDS)
             else:
                 self._batches.pop(batch_id, None)
-            self.wake()
+                self.wake()

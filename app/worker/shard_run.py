@@ -10,6 +10,8 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import suppress
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from app.core import tracing
 from app.core.endpoints import usage_kind
 from app.core.statuses import BATCH_API_ANTHROPIC, BatchStatus, ShardStatus
@@ -23,12 +25,16 @@ from app.pipeline.fair_gate import Ticket
 from app.pipeline.jsonl import split_lines
 from app.pipeline.lines import InputLine, parse_input_line
 from app.pipeline.ordering import grouped_by_prefix
+from app.pipeline.prefix_order import PREFIX_ENDPOINTS
 from app.services.model_permissions import runner_for
 from app.worker.checkpoint import Checkpoint
 from app.worker.context import WorkerContext
 from app.worker.leases import holding_lease
 
 log = logging.getLogger("batchd.worker")
+
+# What a shard run starts from: its batch (None if gone) and the line numbers already recorded.
+ShardStart = tuple[Batch | None, set[int]]
 
 # How often a running shard flushes finished lines and checks for cancel/expiry. Each check is
 # two short transactions on the API's event loop, which shares a CPU with the engine core, so
@@ -39,9 +45,10 @@ POLL_SECONDS = 1.0
 
 
 class ShardRun:
-    def __init__(self, ctx: WorkerContext, claim: ShardClaim) -> None:
+    def __init__(self, ctx: WorkerContext, claim: ShardClaim, start: ShardStart | None = None) -> None:
         self.ctx = ctx
         self.claim = claim
+        self._start = start
         self._check_now = asyncio.Event()
         self._give_way = asyncio.Event()
         self.finished_batch = False  # this run moved its batch on to finalizing
@@ -87,9 +94,11 @@ class ShardRun:
 
     async def _execute(self) -> None:
         """Run the shard's unfinished lines; mark it done once every line is checkpointed."""
-        async with self.ctx.db.read() as session:
-            batch = await BatchRepository(session).load(self.claim.batch_id)
-            done = await ShardRepository(session).finished_line_numbers(self.claim)
+        start, self._start = self._start, None
+        if start is None:
+            async with self.ctx.db.read() as session:
+                start = await shard_start(session, self.claim)
+        batch, done = start
         if batch is None or batch.status != BatchStatus.IN_PROGRESS:
             return
         claim = self.claim
@@ -129,29 +138,36 @@ class ShardRun:
         )
         stop = asyncio.Event()
         monitor = asyncio.create_task(self._monitor(batch, checkpoint, stop))
+        finished = False
         try:
             lines = self._pending_lines(batch, done)
-            if batch.ordered_input is None:  # else the shard's lines are in prefix order already
+            # A batch with a prefix-ordered copy runs in that order already; lines with no prompt
+            # prefix (embeddings) gain nothing from grouping.
+            if batch.ordered_input is None and batch.endpoint in PREFIX_ENDPOINTS:
                 lines = grouped_by_prefix(lines)
             finished = await executor.run(lines, checkpoint.add, stop, self._give_way)
         finally:
             monitor.cancel()
             with suppress(asyncio.CancelledError):
                 await monitor
-            await checkpoint.flush()
+            # The run's last write also marks the shard done when it leaves every line recorded.
+            self._marked_done = await checkpoint.flush(finish=finished)
         if not finished:
             return "interrupted"
         now = time.time()
-        async with self.ctx.db.write() as session:
-            shards = ShardRepository(session)
-            recorded = await shards.count_lines(self.claim)
-            if recorded >= self.claim.lines:
-                await shards.mark_done(self.claim, now)
-        self._marked_done = recorded >= self.claim.lines
-        if recorded < self.claim.lines:
-            # A line whose result was not recorded runs again when the shard is next claimed.
-            log.warning("%s: %d of %d lines recorded; running the rest again", self.what, recorded, self.claim.lines)
-            return "unrecorded lines"
+        if not self._marked_done:  # the checkpoint lost count (a write of unknown outcome): count
+            async with self.ctx.db.write() as session:
+                shards = ShardRepository(session)
+                recorded = await shards.count_lines(self.claim)
+                if recorded >= self.claim.lines:
+                    await shards.mark_done(self.claim, now)
+            self._marked_done = recorded >= self.claim.lines
+            if recorded < self.claim.lines:
+                # A line whose result was not recorded runs again when the shard is next claimed.
+                log.warning(
+                    "%s: %d of %d lines recorded; running the rest again", self.what, recorded, self.claim.lines
+                )
+                return "unrecorded lines"
         # Its own transaction, after the shard's is committed: of two replicas ending a batch's
         # last two shards at once, the later sees both done and moves the batch on.
         async with self.ctx.db.write() as session:
@@ -171,3 +187,12 @@ class ShardRun:
                 status = await BatchRepository(session).status(batch.id)
             if status != BatchStatus.IN_PROGRESS or time.time() >= batch.expires_at:
                 stop.set()
+
+
+async def shard_start(session: AsyncSession, claim: ShardClaim) -> ShardStart:
+    """Read what a run of `claim` starts from; the claim's own transaction may read it, so a
+    shard's start costs no transaction of its own. A shard's first claim (fence 1) has no
+    recorded lines: only claims write them, each under its own fence."""
+    batch = await BatchRepository(session).load(claim.batch_id)
+    done = await ShardRepository(session).finished_line_numbers(claim) if claim.fence > 1 else set()
+    return batch, done

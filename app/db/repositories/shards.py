@@ -153,10 +153,12 @@ class ShardRepository:
         )
 
     async def mark_done(self, claim: ShardClaim, now: float) -> None:
-        if not await self._fenced_update(
-            claim, status=ShardStatus.DONE, finished_at=now, lease_owner=None, lease_expires_at=None
-        ):
+        if not await self._fenced_update(claim, **self._done_values(now)):
             raise LeaseLost(f"{claim.batch_id} shard {claim.shard_no}")
+
+    @staticmethod
+    def _done_values(now: float) -> dict:
+        return {"status": ShardStatus.DONE, "finished_at": now, "lease_owner": None, "lease_expires_at": None}
 
     async def seal(self, batch_id: str) -> None:
         """Before a batch is finalized: no runner, stale or not, may write to its shards again."""
@@ -174,20 +176,25 @@ class ShardRepository:
         usage: UsageKey | None = None,
         now: float = 0.0,
         recorded: AbstractSet[int] | None = None,
+        done_at: float | None = None,
     ) -> int:
         """Record the finished lines whose results the blob `blob_id` holds as one chunk (a line
         already recorded is left out of it) and add what was new to the shard's and the batch's
         counters, and to `usage`'s minute of `now`, in one transaction. Returns how many were new.
         `recorded`: the shard's recorded line numbers when the caller knows them (its own claim's
-        writes since it read them: nobody else writes under its fence), else they are read."""
+        writes since it read them: nobody else writes under its fence), else they are read.
+        `done_at`: these rows are the shard's last (the caller counted them with `recorded`): the
+        same fenced update marks it done, as mark_done would (a shard's last write and its end
+        were two transactions, a tenth of W8's statements)."""
         if not rows:
             return 0
         chunks = ChunkRepository(self.session)
         if recorded is None:
             recorded = await self.finished_line_numbers(claim)
         new = [row for row in rows if row.line_no not in recorded]
+        ending = {} if done_at is None else self._done_values(done_at)
         # Fence first: a stale runner's transaction rolls back before it touches the batch row.
-        if not await self._fenced_update(claim, lines_done=BatchShard.lines_done + len(new)):
+        if not await self._fenced_update(claim, lines_done=BatchShard.lines_done + len(new), **ending):
             raise LeaseLost(f"{claim.batch_id} shard {claim.shard_no}")
         if new:
             await self.session.execute(

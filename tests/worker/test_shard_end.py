@@ -1,0 +1,97 @@
+"""A shard run's start and end cost no transactions of their own: what it starts from is read in
+its claim's transaction (a first claim has no recorded lines to read), and the checkpoint write
+that leaves every line recorded also marks the shard done. A checkpoint that lost count of its
+recorded lines (a write of unknown outcome) leaves the end to its caller. A shard ending here
+wakes the worker for shards only; batch steps wait for a wake or the poll."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from app.core.statuses import BatchStatus, ShardStatus
+from app.db.engine import Database
+from app.db.repositories.batches import BatchRepository, LineRow
+from app.db.repositories.shards import ShardRepository, ShardSpan
+from app.storage.local import LocalBlobStore
+from app.worker.checkpoint import Checkpoint
+from app.worker.runner import IDLE_POLL_SECONDS, Worker
+from app.worker.shard_run import shard_start
+from tests.worker.support import PROJECT, add_batch, add_shards, claim_shard, run_on_database
+
+T0 = 100.0
+
+
+def _row(line_no: int) -> LineRow:
+    return LineRow(line_no, True, f'{{"custom_id": "c{line_no}"}}', input_tokens=2, output_tokens=3)
+
+
+async def _shard(db: Database):
+    async with db.read() as session:
+        (shard,) = await ShardRepository(session).of_batch("b1")
+    return shard
+
+
+def test_the_last_write_marks_the_shard_done(db_url, tmp_path):
+    store = LocalBlobStore(tmp_path / "blobs")
+
+    async def scenario(db: Database) -> None:
+        await add_batch(db, "b1", BatchStatus.IN_PROGRESS, total=3)
+        await add_shards(db, "b1", [ShardSpan(first_line=1, end_line=4, start_offset=0, end_offset=None, lines=3)])
+        claim = await claim_shard(db, "replica-a", T0)
+        assert claim is not None and claim.fence == 1
+        async with db.write() as session:
+            batch, done = await shard_start(session, claim)
+        assert batch is not None and batch.id == "b1" and done == set()
+
+        checkpoint = Checkpoint(db, store, PROJECT, claim, recorded=set(done))
+        checkpoint._buffer += [_row(1), _row(2)]
+        assert not await checkpoint.flush(finish=True)  # line 3 has not run: still running
+        assert (await _shard(db)).status == ShardStatus.RUNNING
+        checkpoint._buffer.append(_row(3))
+        assert await checkpoint.flush(finish=True)
+        shard = await _shard(db)
+        assert (shard.status, shard.lines_done, shard.lease_owner) == (ShardStatus.DONE, 3, None)
+        async with db.write() as session:
+            assert await BatchRepository(session).finish_running("b1", int(T0))
+
+    run_on_database(db_url, scenario)
+
+
+def test_an_end_with_nothing_left_to_write_or_an_unknown_count(db_url, tmp_path):
+    store = LocalBlobStore(tmp_path / "blobs")
+
+    async def scenario(db: Database) -> None:
+        await add_batch(db, "b1", BatchStatus.IN_PROGRESS, total=2)
+        await add_shards(db, "b1", [ShardSpan(first_line=1, end_line=3, start_offset=0, end_offset=None, lines=2)])
+        first = await claim_shard(db, "replica-a", T0)
+        assert first is not None
+        checkpoint = Checkpoint(db, store, PROJECT, first, recorded=set())
+        checkpoint._buffer += [_row(1), _row(2)]
+        assert not await checkpoint.flush()  # not the run's end: written, not marked done
+        async with db.write() as session:
+            await ShardRepository(session).release(first)
+
+        # Claimed again: the start reads what the first claim recorded.
+        again = await claim_shard(db, "replica-b", T0 + 1)
+        assert again is not None and again.fence == 2
+        async with db.write() as session:
+            _, done = await shard_start(session, again)
+        assert done == {1, 2}
+        lost_count = Checkpoint(db, store, PROJECT, again, recorded=None)
+        assert not await lost_count.flush(finish=True)  # its caller counts the lines instead
+        assert (await _shard(db)).status == ShardStatus.RUNNING
+        knows = Checkpoint(db, store, PROJECT, again, recorded=done)
+        assert await knows.flush(finish=True)  # no rows: the end alone
+        assert (await _shard(db)).status == ShardStatus.DONE
+
+    run_on_database(db_url, scenario)
+
+
+def test_batch_steps_are_looked_for_after_a_wake_or_a_poll_interval():
+    worker = Worker(cast(Any, None))
+    assert worker._take_batch_steps_due(T0)  # the first turn
+    assert not worker._take_batch_steps_due(T0 + 0.1)  # e.g. a shard ended: shards only
+    assert worker._take_batch_steps_due(T0 + IDLE_POLL_SECONDS)  # the poll
+    assert not worker._take_batch_steps_due(T0 + IDLE_POLL_SECONDS + 0.1)
+    worker.wake()  # a batch created or cancelled through this replica
+    assert worker._take_batch_steps_due(T0 + IDLE_POLL_SECONDS + 0.2)
