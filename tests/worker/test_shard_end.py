@@ -2,17 +2,23 @@
 its claim's transaction (a first claim has no recorded lines to read), and the checkpoint write
 that leaves every line recorded also marks the shard done. A checkpoint that lost count of its
 recorded lines (a write of unknown outcome) leaves the end to its caller. A shard ending here
-wakes the worker for shards only; batch steps wait for a wake or the poll."""
+wakes the worker for shards only; batch steps wait for a wake or the poll. A checkpoint writes
+when its rows reach FLUSH_ROWS or their results FLUSH_BYTES, whichever comes first."""
 
 from __future__ import annotations
 
 from typing import Any, cast
 
+import pytest
+
 from app.core.statuses import BatchStatus, ShardStatus
 from app.db.engine import Database
 from app.db.repositories.batches import BatchRepository, LineRow
 from app.db.repositories.shards import ShardRepository, ShardSpan
+from app.engine.results import Usage
+from app.pipeline.executor import LineOutcome
 from app.storage.local import LocalBlobStore
+from app.worker import checkpoint as checkpoint_module
 from app.worker.checkpoint import Checkpoint
 from app.worker.runner import IDLE_POLL_SECONDS, Worker
 from app.worker.shard_run import shard_start
@@ -95,3 +101,32 @@ def test_batch_steps_are_looked_for_after_a_wake_or_a_poll_interval():
     assert not worker._take_batch_steps_due(T0 + IDLE_POLL_SECONDS + 0.1)
     worker.wake()  # a batch created or cancelled through this replica
     assert worker._take_batch_steps_due(T0 + IDLE_POLL_SECONDS + 0.2)
+
+
+def test_a_write_starts_at_the_bytes_bound_before_the_rows_bound(db_url, tmp_path, monkeypatch: pytest.MonkeyPatch):
+    store = LocalBlobStore(tmp_path / "blobs")
+    monkeypatch.setattr(checkpoint_module, "FLUSH_BYTES", 2000)
+
+    def outcome(line_no: int) -> LineOutcome:
+        return LineOutcome(line_no, True, {"custom_id": f"c{line_no}", "pad": "x" * 900}, Usage(1, 1))
+
+    async def scenario(db: Database) -> None:
+        await add_batch(db, "b1", BatchStatus.IN_PROGRESS, total=4)
+        await add_shards(db, "b1", [ShardSpan(first_line=1, end_line=5, start_offset=0, end_offset=None, lines=4)])
+        claim = await claim_shard(db, "replica-a", T0)
+        assert claim is not None
+        checkpoint = Checkpoint(db, store, PROJECT, claim, recorded=set())
+        await checkpoint.add(outcome(1))
+        await checkpoint.add(outcome(2))
+        assert checkpoint._background is None  # about 1,900 bytes, 2 rows: below both bounds
+        await checkpoint.add(outcome(3))
+        assert checkpoint._background is not None
+        await checkpoint._background
+        assert checkpoint._recorded == {1, 2, 3} and checkpoint._buffered_bytes == 0
+        await checkpoint.add(outcome(4))
+        assert await checkpoint.flush(finish=True)
+        assert checkpoint._recorded == {1, 2, 3, 4}
+        async with db.read() as session:
+            assert len(await ShardRepository(session).finished_line_numbers(claim)) == 4
+
+    run_on_database(db_url, scenario)
