@@ -20,7 +20,7 @@ import time
 import uuid
 
 from app.db.engine import Database
-from app.db.repositories.batches import LineRow
+from app.db.repositories.batches import BatchRepository, LineRow
 from app.db.repositories.shards import ShardClaim, ShardRepository
 from app.db.repositories.usage import UsageKey
 from app.pipeline.chunk_lines import encode
@@ -57,6 +57,9 @@ class Checkpoint:
         self._buffered_bytes = 0  # of the buffered rows' results
         self._lock = asyncio.Lock()
         self._background: asyncio.Task | None = None
+        # Whether the write that marked the shard done also moved the batch on to finalizing
+        # (None: that write did not try; the caller does, in a transaction of its own).
+        self.finished_batch: bool | None = None
 
     async def add(self, outcome: LineOutcome) -> None:
         u = outcome.usage
@@ -121,6 +124,13 @@ class Checkpoint:
                     new = await ShardRepository(session).record_lines(
                         self.claim, rows, blob_id, self.usage, time.time(), recorded, done_at
                     )
+                    if done_at is not None and new:
+                        # The batch row's counters were just updated, and its lock is held to the
+                        # commit: of two replicas ending a batch's last two shards at once, the
+                        # later one's check runs after the earlier one committed and sees both
+                        # done (Postgres reads committed rows a statement; SQLite has one writer).
+                        batches = BatchRepository(session)
+                        self.finished_batch = await batches.finish_running(self.claim.batch_id, int(done_at))
             except BaseException:
                 # Interrupted (e.g. the flushing task was cancelled): keep the rows for the next
                 # flush, which leaves out lines that did commit. The blob stays: whether its chunk

@@ -24,8 +24,7 @@ from app.pipeline.executor import LineExecutor
 from app.pipeline.fair_gate import Ticket
 from app.pipeline.jsonl import split_lines
 from app.pipeline.lines import InputLine, parse_input_line
-from app.pipeline.ordering import grouped_by_prefix
-from app.pipeline.prefix_order import PREFIX_ENDPOINTS
+from app.pipeline.ordering import GROUPED_ENDPOINTS, grouped_by_prefix
 from app.services.model_permissions import runner_for
 from app.worker.checkpoint import Checkpoint
 from app.worker.context import WorkerContext
@@ -141,9 +140,7 @@ class ShardRun:
         finished = False
         try:
             lines = self._pending_lines(batch, done)
-            # A batch with a prefix-ordered copy runs in that order already; lines with no prompt
-            # prefix (embeddings) gain nothing from grouping.
-            if batch.ordered_input is None and batch.endpoint in PREFIX_ENDPOINTS:
+            if self._regroups(batch):
                 lines = grouped_by_prefix(lines)
             finished = await executor.run(lines, checkpoint.add, stop, self._give_way)
         finally:
@@ -168,13 +165,26 @@ class ShardRun:
                     "%s: %d of %d lines recorded; running the rest again", self.what, recorded, self.claim.lines
                 )
                 return "unrecorded lines"
-        # Its own transaction, after the shard's is committed: of two replicas ending a batch's
-        # last two shards at once, the later sees both done and moves the batch on.
-        async with self.ctx.db.write() as session:
-            if await BatchRepository(session).finish_running(batch.id, int(now)):
-                log.info("batch %s: every shard done; finalizing", batch.id)
-                self.finished_batch = True
+        finished_batch = checkpoint.finished_batch
+        if finished_batch is None:
+            # Its own transaction, after the shard's is committed: of two replicas ending a
+            # batch's last two shards at once, the later sees both done and moves the batch on.
+            async with self.ctx.db.write() as session:
+                finished_batch = await BatchRepository(session).finish_running(batch.id, int(now))
+        if finished_batch:
+            log.info("batch %s: every shard done; finalizing", batch.id)
+            self.finished_batch = True
         return ShardStatus.DONE
+
+    def _regroups(self, batch: Batch) -> bool:
+        """Whether the shard's lines are grouped by prompt prefix as they are read: lines with a
+        prompt, of a batch with no prefix-ordered copy that may share one. A batch with a copy runs
+        in its order already; an OpenAI batch of more than one shard without a copy shares no
+        prefix (validation looked, app/worker/batch_run.py; or its spool failed), so no shard of
+        it does. A Message Batch never has a copy; a batch of one shard is too small for one."""
+        if batch.ordered_input is not None or batch.endpoint not in GROUPED_ENDPOINTS:
+            return False
+        return batch.api == BATCH_API_ANTHROPIC or batch.total <= self.ctx.settings.shard_lines
 
     async def _monitor(self, batch: Batch, checkpoint: Checkpoint, stop: asyncio.Event) -> None:
         """Flush finished lines and stop the run when the batch is cancelled or expires."""

@@ -139,3 +139,34 @@ def test_a_spool_that_fails_is_remembered_and_reading_back_raises_it():
     else:
         raise AssertionError("lines() read back a spool that failed")
     order.close()
+
+
+def _order_of(bodies: list[dict]) -> PrefixOrder:
+    order = PrefixOrder()
+    for n, body in enumerate(bodies):
+        order.append(b"{}", body, n + 1)
+    return order
+
+
+def test_only_lines_that_share_a_prefix_need_an_order():
+    """An ordered copy is made only when some lines share earlier messages or the first level of
+    the last one; W8's shape (short distinct prompts, no earlier messages) needs none."""
+    # 20,000 of them: far more than 16-bit levels tell apart (they collide by the thousand)
+    distinct = [{"messages": [{"role": "user", "content": f"hello {i}"}]} for i in range(20_000)]
+    same_document = [_body(d, f"question {q}?") for d in range(3) for q in range(2)]
+    shared_system = [_body(0, "q", system=f"system {n % 2}") for n in range(3)]
+    for n, shared_system_body in enumerate(shared_system):  # distinct last messages
+        shared_system_body["messages"][-1]["content"] = f"question {n}"
+    cases = [
+        (distinct, False),
+        (distinct[:1], False),
+        (same_document, True),
+        (shared_system, True),
+        ([{"input": "the same text"}, {"input": "the same text"}], True),
+    ]
+    for bodies, expected in cases:
+        order = _order_of(bodies)
+        try:
+            assert order.shares_prefixes() is expected, bodies[:2]
+        finally:
+            order.close()

@@ -7,11 +7,12 @@ when its rows reach FLUSH_ROWS or their results FLUSH_BYTES, whichever comes fir
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
 
-from app.core.statuses import BatchStatus, ShardStatus
+from app.core.statuses import BATCH_API_ANTHROPIC, BATCH_API_OPENAI, BatchStatus, ShardStatus
 from app.db.engine import Database
 from app.db.repositories.batches import BatchRepository, LineRow
 from app.db.repositories.shards import ShardRepository, ShardSpan
@@ -21,7 +22,7 @@ from app.storage.local import LocalBlobStore
 from app.worker import checkpoint as checkpoint_module
 from app.worker.checkpoint import Checkpoint
 from app.worker.runner import IDLE_POLL_SECONDS, Worker
-from app.worker.shard_run import shard_start
+from app.worker.shard_run import ShardRun, shard_start
 from tests.worker.support import PROJECT, add_batch, add_shards, claim_shard, run_on_database
 
 T0 = 100.0
@@ -57,8 +58,30 @@ def test_the_last_write_marks_the_shard_done(db_url, tmp_path):
         assert await checkpoint.flush(finish=True)
         shard = await _shard(db)
         assert (shard.status, shard.lines_done, shard.lease_owner) == (ShardStatus.DONE, 3, None)
-        async with db.write() as session:
-            assert await BatchRepository(session).finish_running("b1", int(T0))
+        assert checkpoint.finished_batch is True  # its last shard: the same write moved the batch on
+        async with db.read() as session:
+            batch = await BatchRepository(session).load("b1")
+        assert batch is not None and batch.status == BatchStatus.FINALIZING
+
+    run_on_database(db_url, scenario)
+
+
+def test_the_last_shard_to_end_moves_the_batch_on(db_url, tmp_path):
+    store = LocalBlobStore(tmp_path / "blobs")
+
+    async def scenario(db: Database) -> None:
+        await add_batch(db, "b1", BatchStatus.IN_PROGRESS, total=2)
+        spans = [ShardSpan(1, 2, 0, 10, 1), ShardSpan(2, 3, 10, None, 1)]
+        await add_shards(db, "b1", spans)
+        first, second = await claim_shard(db, "replica-a", T0), await claim_shard(db, "replica-b", T0)
+        assert first is not None and second is not None
+        ends = []
+        for claim, line_no in ((first, 1), (second, 2)):
+            checkpoint = Checkpoint(db, store, PROJECT, claim, recorded=set())
+            checkpoint._buffer.append(_row(line_no))
+            assert await checkpoint.flush(finish=True)
+            ends.append(checkpoint.finished_batch)
+        assert ends == [False, True]
 
     run_on_database(db_url, scenario)
 
@@ -89,6 +112,7 @@ def test_an_end_with_nothing_left_to_write_or_an_unknown_count(db_url, tmp_path)
         knows = Checkpoint(db, store, PROJECT, again, recorded=done)
         assert await knows.flush(finish=True)  # no rows: the end alone
         assert (await _shard(db)).status == ShardStatus.DONE
+        assert knows.finished_batch is None  # nor the batch's: its caller's own transaction
 
     run_on_database(db_url, scenario)
 
@@ -130,3 +154,19 @@ def test_a_write_starts_at_the_bytes_bound_before_the_rows_bound(db_url, tmp_pat
             assert len(await ShardRepository(session).finished_line_numbers(claim)) == 4
 
     run_on_database(db_url, scenario)
+
+
+def test_only_lines_that_may_share_a_prefix_are_grouped_in_a_shard():
+    settings = SimpleNamespace(shard_lines=1000)
+    run = ShardRun(cast(Any, SimpleNamespace(settings=settings)), cast(Any, None))
+
+    def batch(endpoint: str = "/v1/chat/completions", total: int = 500, **fields: Any) -> Any:
+        return SimpleNamespace(
+            **{"endpoint": endpoint, "total": total, "ordered_input": None, "api": BATCH_API_OPENAI, **fields}
+        )
+
+    assert run._regroups(batch())  # one shard: too small for an ordered copy
+    assert not run._regroups(batch(total=20_000))  # no copy: validation found no shared prefix
+    assert not run._regroups(batch(total=20_000, ordered_input="ordered-b1"))  # in its order already
+    assert not run._regroups(batch("/v1/embeddings"))
+    assert run._regroups(batch("/v1/messages", total=20_000, api=BATCH_API_ANTHROPIC))
