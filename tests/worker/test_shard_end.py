@@ -11,11 +11,14 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
+from sqlalchemy import select
 
 from app.core.statuses import BATCH_API_ANTHROPIC, BATCH_API_OPENAI, BatchStatus, ShardStatus
 from app.db.engine import Database
+from app.db.models import UsageMinute
 from app.db.repositories.batches import BatchRepository, LineRow
 from app.db.repositories.shards import ShardRepository, ShardSpan
+from app.db.repositories.usage import UsageKey
 from app.engine.results import Usage
 from app.pipeline.executor import LineOutcome
 from app.storage.local import LocalBlobStore
@@ -170,3 +173,29 @@ def test_only_lines_that_may_share_a_prefix_are_grouped_in_a_shard():
     assert not run._regroups(batch(total=20_000, ordered_input="ordered-b1"))  # in its order already
     assert not run._regroups(batch("/v1/embeddings"))
     assert run._regroups(batch("/v1/messages", total=20_000, api=BATCH_API_ANTHROPIC))
+
+
+def test_checkpoint_writes_add_up_in_their_minute_of_usage(db_url, tmp_path):
+    """The checkpoint's prebuilt statements (counters, chunk, usage upsert) add, not overwrite."""
+    store = LocalBlobStore(tmp_path / "blobs")
+
+    async def scenario(db: Database) -> None:
+        await add_batch(db, "b1", BatchStatus.IN_PROGRESS, total=3)
+        await add_shards(db, "b1", [ShardSpan(first_line=1, end_line=4, start_offset=0, end_offset=None, lines=3)])
+        claim = await claim_shard(db, "replica-a", T0)
+        assert claim is not None
+        usage = UsageKey(PROJECT, "m", "b1", "chat")
+        checkpoint = Checkpoint(db, store, PROJECT, claim, usage, recorded=set())
+        checkpoint._buffer += [_row(1), _row(2)]
+        await checkpoint.flush()
+        checkpoint._buffer.append(_row(3))
+        await checkpoint.flush(finish=True)
+        async with db.read() as session:
+            minutes = (await session.execute(select(UsageMinute))).scalars().all()
+            batch = await BatchRepository(session).load("b1")
+        # Summed over minutes: the two writes fall into one minute but at a minute's turn.
+        sums = [sum(getattr(m, name) for m in minutes) for name in ("requests", "input_tokens", "output_tokens")]
+        assert {m.model for m in minutes} == {"m"} and sums == [3, 6, 9]
+        assert batch is not None and (batch.completed, batch.input_tokens, batch.output_tokens) == (3, 6, 9)
+
+    run_on_database(db_url, scenario)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import cast
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import Table, delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.statuses import TERMINAL_BATCH_STATUSES
@@ -30,18 +31,18 @@ def unpack_line_nos(data: bytes) -> array:
     return packed
 
 
+_ADD_CHUNK = insert(cast(Table, BatchChunk.__table__))
+
+
 class ChunkRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
     async def add(self, batch_id: str, shard_no: int, blob_id: str, line_nos: bytes, lines: int) -> None:
-        # A plain INSERT, once a checkpoint: nothing reads the row back through the session, so
-        # the ORM's unit of work (an object in the identity map, a flush) is not needed.
-        await self.session.execute(
-            insert(BatchChunk).values(
-                batch_id=batch_id, shard_no=shard_no, blob_id=blob_id, line_nos=line_nos, lines=lines
-            )
-        )
+        # A plain INSERT, once a checkpoint, built once: nothing reads the row back through the
+        # session, so the ORM's unit of work (an object in the identity map, a flush) is not needed.
+        values = {"batch_id": batch_id, "shard_no": shard_no, "blob_id": blob_id, "line_nos": line_nos, "lines": lines}
+        await self.session.execute(_ADD_CHUNK, values)
 
     async def line_nos_of_shard(self, batch_id: str, shard_no: int) -> Sequence[bytes]:
         result = await self.session.execute(

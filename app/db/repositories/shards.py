@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import cast
 
-from sqlalchemy import and_, case, func, or_, select, update
+from sqlalchemy import Table, and_, bindparam, case, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.statuses import BatchStatus, ShardStatus
@@ -20,6 +21,25 @@ from app.db.models import Batch, BatchShard
 from app.db.repositories.batches import LeaseLost, LineRow
 from app.db.repositories.chunks import ChunkRepository, pack_line_nos, unpack_line_nos
 from app.db.repositories.usage import UsageKey, UsageRepository
+
+_shard = cast(Table, BatchShard.__table__).c
+_batch = cast(Table, Batch.__table__).c
+# A checkpoint write's two updates, built once (Core statements with bound parameters: building
+# an ORM update for every write, and the ORM's bulk-update path, cost more than running it).
+_ADD_LINES_DONE = (
+    update(cast(Table, BatchShard.__table__))
+    .where(_shard.id == bindparam("b_shard_id"), _shard.fence == bindparam("b_fence"))
+    .values(lines_done=_shard.lines_done + bindparam("b_new"))
+)
+_ADD_LINES_DONE_AND_END = _ADD_LINES_DONE.values(
+    status=ShardStatus.DONE, finished_at=bindparam("b_finished_at"), lease_owner=None, lease_expires_at=None
+)
+_COUNTERS = ("completed", "failed", "input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens")
+_ADD_TO_BATCH = (
+    update(cast(Table, Batch.__table__))
+    .where(_batch.id == bindparam("b_batch_id"))
+    .values({name: _batch[name] + bindparam(f"b_{name}") for name in _COUNTERS})
+)
 
 
 @dataclass
@@ -192,23 +212,26 @@ class ShardRepository:
         if recorded is None:
             recorded = await self.finished_line_numbers(claim)
         new = [row for row in rows if row.line_no not in recorded]
-        ending = {} if done_at is None else self._done_values(done_at)
         # Fence first: a stale runner's transaction rolls back before it touches the batch row.
-        if not await self._fenced_update(claim, lines_done=BatchShard.lines_done + len(new), **ending):
+        fenced = {"b_shard_id": claim.shard_id, "b_fence": claim.fence, "b_new": len(new)}
+        if done_at is None:
+            result = await self.session.execute(_ADD_LINES_DONE, fenced)
+        else:
+            result = await self.session.execute(_ADD_LINES_DONE_AND_END, {**fenced, "b_finished_at": done_at})
+        if rowcount(result) != 1:
             raise LeaseLost(f"{claim.batch_id} shard {claim.shard_no}")
         if new:
-            await self.session.execute(
-                update(Batch)
-                .where(Batch.id == claim.batch_id)
-                .values(
-                    completed=Batch.completed + sum(1 for r in new if r.ok),
-                    failed=Batch.failed + sum(1 for r in new if not r.ok),
-                    input_tokens=Batch.input_tokens + sum(r.input_tokens for r in new),
-                    cached_tokens=Batch.cached_tokens + sum(r.cached_tokens for r in new),
-                    output_tokens=Batch.output_tokens + sum(r.output_tokens for r in new),
-                    reasoning_tokens=Batch.reasoning_tokens + sum(r.reasoning_tokens for r in new),
-                )
-            )
+            ok = sum(1 for r in new if r.ok)
+            counts = {
+                "b_batch_id": claim.batch_id,
+                "b_completed": ok,
+                "b_failed": len(new) - ok,
+                "b_input_tokens": sum(r.input_tokens for r in new),
+                "b_cached_tokens": sum(r.cached_tokens for r in new),
+                "b_output_tokens": sum(r.output_tokens for r in new),
+                "b_reasoning_tokens": sum(r.reasoning_tokens for r in new),
+            }
+            await self.session.execute(_ADD_TO_BATCH, counts)
             # After the batch row's update, whose lock is held to the commit: a batch's chunks
             # get their ids in the order they commit, so a results cursor (the last chunk id
             # read) never skips a chunk that commits later with a smaller id.

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from sqlalchemy import Table, func, select
+from sqlalchemy import Table, bindparam, func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.dml import Insert
 
 from app.db.base import dialect_of
 from app.db.models import UsageMinute
@@ -50,6 +51,25 @@ class UsageQuery:
     api_keys: Sequence[str] = ()
 
 
+_SUMS = ("input_tokens", "cached_tokens", "output_tokens", "requests", "seconds")
+_KEYS = ("project", "model", "batch_id", "minute", "kind", "api_key_id")
+_upserts: dict[str, Insert] = {}
+
+
+def _upsert(dialect: str) -> Insert:
+    """The minute's upsert for `dialect`, built once (a checkpoint write runs it every time)."""
+    statement = _upserts.get(dialect)
+    if statement is None:
+        insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
+        table = cast(Table, UsageMinute.__table__)
+        inserting = insert_fn(table).values({name: bindparam(f"b_{name}") for name in (*_KEYS, *_SUMS)})
+        statement = _upserts[dialect] = inserting.on_conflict_do_update(
+            index_elements=["project", "model", "batch_id", "minute"],
+            set_={name: table.c[name] + inserting.excluded[name] for name in _SUMS},
+        )
+    return statement
+
+
 class UsageRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
@@ -66,29 +86,19 @@ class UsageRepository:
 
     async def _add(self, key: UsageKey, minute: int, ok: Sequence[LineRow]) -> None:
         values = {
-            "input_tokens": sum(r.input_tokens for r in ok),
-            "cached_tokens": sum(r.cached_tokens for r in ok),
-            "output_tokens": sum(r.output_tokens for r in ok),
-            "requests": len(ok),
-            "seconds": sum(r.seconds for r in ok),
+            "b_project": key.project,
+            "b_model": key.model,
+            "b_batch_id": key.batch_id,
+            "b_minute": minute,
+            "b_kind": key.kind,
+            "b_api_key_id": key.api_key_id,
+            "b_input_tokens": sum(r.input_tokens for r in ok),
+            "b_cached_tokens": sum(r.cached_tokens for r in ok),
+            "b_output_tokens": sum(r.output_tokens for r in ok),
+            "b_requests": len(ok),
+            "b_seconds": sum(r.seconds for r in ok),
         }
-        insert_fn = pg_insert if dialect_of(self.session) == "postgresql" else sqlite_insert
-        statement = insert_fn(cast(Table, UsageMinute.__table__)).values(
-            project=key.project,
-            model=key.model,
-            batch_id=key.batch_id,
-            minute=minute,
-            kind=key.kind,
-            api_key_id=key.api_key_id,
-            **values,
-        )
-        table = UsageMinute.__table__.c
-        await self.session.execute(
-            statement.on_conflict_do_update(
-                index_elements=["project", "model", "batch_id", "minute"],
-                set_={name: table[name] + statement.excluded[name] for name in values},
-            )
-        )
+        await self.session.execute(_upsert(dialect_of(self.session)), values)
 
     async def sums(self, query: UsageQuery) -> list[dict[str, Any]]:
         """One row per (bucket start, grouped columns...) with the summed counts, for minutes in
