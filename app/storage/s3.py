@@ -1,10 +1,11 @@
 """S3-compatible blob store (AWS S3, SeaweedFS, MinIO, ...), through aiobotocore.
 
-Writes stream as multipart uploads of PART_BYTES parts, one part buffered at a time, so a file
+Writes stream as multipart uploads of PART_BYTES parts, one part buffered and up to
+PARTS_IN_FLIGHT going up beside the writer (its caller fills the next part meanwhile), so a file
 never sits whole in memory or on local disk; S3 makes the object visible only when the upload
 completes, which gives the same all-or-nothing commit as the local store's rename. A discarded
 or failed write aborts its multipart upload, so nothing is left in the bucket. A blob smaller
-than one part goes up in a single PUT at commit.
+than one part goes up in a single PUT at commit. Reads come in READ_CHUNK_BYTES pieces.
 
 Keys derive from server-made ids only: <prefix>/files/<project digest>/<file id>. A writer
 opened without its file's id (the id is chosen later) uploads under <prefix>/tmp/ and is copied
@@ -33,6 +34,10 @@ log = logging.getLogger("batchd.storage")
 
 # S3's minimum part size is 5 MiB (all but the last); 8 MiB bounds the buffer per upload.
 PART_BYTES = 8 * 1024 * 1024
+# Parts of one writer uploading at once while its caller fills the next: one PUT of a part after
+# another ran at ~116 MiB/s on SeaweedFS (W9's finalize waited on them: 2.5 s of 5.8), three at
+# once at ~190. A writer holds at most (1 + PARTS_IN_FLIGHT) parts.
+PARTS_IN_FLIGHT = 2
 FILES_DIR = "files"
 TEMP_DIR = "tmp"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
@@ -62,19 +67,22 @@ class S3BlobWriter:
         self.store = store
         self.key = key  # the final key, when the caller named the file up front
         self.size = 0
-        self._sha = hashlib.sha256()
+        self._sha = hashlib.sha256()  # of the bytes before the buffer
         self._buffer = bytearray()
         self._upload_key: str | None = None
         self._upload_id: str | None = None
         self._parts: list[dict] = []
+        self._next_part = 1
+        self._sending: set[asyncio.Task[None]] = set()
 
     @property
     def sha256(self) -> str:
-        return self._sha.hexdigest()
+        sha = self._sha.copy()
+        sha.update(self._buffer)
+        return sha.hexdigest()
 
     def write(self, data: bytes | memoryview) -> None:
         self._buffer += data
-        self._sha.update(data)
         self.size += len(data)
 
     async def drain(self) -> None:
@@ -82,17 +90,34 @@ class S3BlobWriter:
             await self._send_part()
 
     async def _send_part(self) -> None:
+        """Hash the buffer as the next part and start its upload, once fewer than
+        PARTS_IN_FLIGHT are going up (an upload that failed raises here)."""
         s3 = await self.store.client()
         if self._upload_id is None:
             self._upload_key = self.key or self.store.temp_key()
             reply = await s3.create_multipart_upload(Bucket=self.store.bucket, Key=self._upload_key)
             self._upload_id = reply["UploadId"]
-        body, number = bytes(self._buffer), len(self._parts) + 1
+        body, number = bytes(self._buffer), self._next_part
         self._buffer.clear()
+        self._next_part += 1
+        # In a thread: hashlib lets go of the GIL over a part, so the event loop goes on meanwhile.
+        await asyncio.to_thread(self._sha.update, body)
+        while len(self._sending) >= PARTS_IN_FLIGHT:
+            await self._settle(asyncio.FIRST_COMPLETED)
+        self._sending.add(asyncio.create_task(self._upload_part(s3, number, body)))
+
+    async def _upload_part(self, s3, number: int, body: bytes) -> None:
         reply = await s3.upload_part(
             Bucket=self.store.bucket, Key=self._upload_key, UploadId=self._upload_id, PartNumber=number, Body=body
         )
         self._parts.append({"PartNumber": number, "ETag": reply["ETag"]})
+
+    async def _settle(self, return_when: str = asyncio.ALL_COMPLETED) -> None:
+        """Wait for part uploads (one, or all of them); the first that failed raises."""
+        done, _ = await asyncio.wait(self._sending, return_when=return_when)
+        self._sending -= done
+        for task in done:
+            task.result()
 
     async def finish(self, final_key: str) -> None:
         """Complete the upload (or PUT a small blob) so `final_key` holds the bytes."""
@@ -104,8 +129,11 @@ class S3BlobWriter:
             return
         if self._buffer:
             await self._send_part()
+        if self._sending:
+            await self._settle()
+        parts = sorted(self._parts, key=lambda part: part["PartNumber"])
         await s3.complete_multipart_upload(
-            Bucket=bucket, Key=self._upload_key, UploadId=self._upload_id, MultipartUpload={"Parts": self._parts}
+            Bucket=bucket, Key=self._upload_key, UploadId=self._upload_id, MultipartUpload={"Parts": parts}
         )
         self._upload_id = None
         if self._upload_key != final_key:
@@ -118,15 +146,22 @@ class S3BlobWriter:
 
     async def discard(self) -> None:
         self._buffer.clear()
+        sending, self._sending = self._sending, set()
         upload_id, self._upload_id = self._upload_id, None
-        if upload_id is None:
+        if upload_id is None:  # (no part goes up before the upload is created)
             return
-        s3 = await self.store.client()
         # Shielded: a client disconnect cancels the request task, and the abort must still run.
+        await asyncio.shield(self._abort(upload_id, sending))
+
+    async def _abort(self, upload_id: str, sending: set[asyncio.Task[None]]) -> None:
+        if sending:  # waited for, not cancelled: a part the server is still writing could outlive the abort
+            await asyncio.wait(sending)
+            for task in sending:
+                if not task.cancelled():
+                    task.exception()  # taken, so it is not reported as never retrieved
+        s3 = await self.store.client()
         try:
-            await asyncio.shield(
-                s3.abort_multipart_upload(Bucket=self.store.bucket, Key=self._upload_key, UploadId=upload_id)
-            )
+            await s3.abort_multipart_upload(Bucket=self.store.bucket, Key=self._upload_key, UploadId=upload_id)
         except ClientError:
             log.warning(
                 "could not abort multipart upload %s of %s; the temp sweep will",
@@ -217,8 +252,19 @@ class S3BlobStore:
                 return  # a range starting at or past the end of the blob: no bytes
             raise
         async with reply["Body"] as body:
-            async for chunk in body.iter_chunks(READ_CHUNK_BYTES):
-                yield chunk
+            # aiohttp hands over what its socket buffer holds (64-128 KiB): joined into
+            # READ_CHUNK_BYTES pieces, so a reader (validation's thread, a shard) takes few, large ones.
+            pieces: list[bytes] = []
+            size = 0
+            async for piece in body.iter_chunks(READ_CHUNK_BYTES):
+                pieces.append(piece)
+                size += len(piece)
+                if size >= READ_CHUNK_BYTES:
+                    yield b"".join(pieces)
+                    pieces.clear()
+                    size = 0
+            if pieces:
+                yield b"".join(pieces)
 
     async def exists(self, project: str, file_id: str) -> bool:
         try:

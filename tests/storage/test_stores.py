@@ -97,7 +97,8 @@ def test_discard_and_sweep_leave_nothing(store_and_contents):
             await discarded.discard()
             assert contents() == before
             # A writer whose process died: neither committed nor discarded.
-            await _write(store, one_part, "proj", "file-abandoned")
+            abandoned = await _write(store, one_part, "proj", "file-abandoned")
+            await asyncio.gather(*getattr(abandoned, "_sending", ()))  # a dead process sends no more
             assert await store.sweep_temp(3600) == 0  # young: may be another process's upload
             assert contents() != before
             assert await store.sweep_temp(0) == 1
