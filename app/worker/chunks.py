@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
-from typing import NamedTuple
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import aclosing
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
@@ -106,8 +107,35 @@ def _lines_one_by_one(blobs: Sequence[tuple[bytes, Sequence[int]]]) -> list[Fini
 
 
 # Shards whose chunks are read while an earlier one is written out: each chunk is one blob read
-# (a round trip on S3), so reading them one after another would set finalize's pace.
-READ_AHEAD_SHARDS = 4
+# (a round trip on S3, ~1 ms of botocore's CPU and a wait for the store), so reading them one
+# after another would set finalize's pace; a shard's lines are ~0.3 MB in W9.
+READ_AHEAD_SHARDS = 8
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+async def read_ahead(
+    items: AsyncIterator[T], read: Callable[[T], Awaitable[R]], ahead: int
+) -> AsyncGenerator[tuple[T, R], None]:
+    """(item, await read(item)) for every item, in the items' order, with the reads of up to
+    `ahead` later items started before their turn (so at most ahead + 1 reads at once, and as
+    many results held). Reads still going when the caller stops are cancelled."""
+    pending: deque[tuple[T, asyncio.Future[R]]] = deque()
+    try:
+        async for item in items:
+            pending.append((item, asyncio.ensure_future(read(item))))
+            if len(pending) > ahead:
+                first, task = pending.popleft()
+                yield first, await task
+        while pending:
+            first, task = pending.popleft()
+            yield first, await task
+    finally:
+        for _, task in pending:
+            task.cancel()
+        if pending:  # their outcomes taken, so a failed read is not reported as never retrieved
+            await asyncio.gather(*(task for _, task in pending), return_exceptions=True)
 
 
 async def finished_shards(
@@ -115,20 +143,13 @@ async def finished_shards(
 ) -> AsyncGenerator[tuple[int, ShardLines], None]:
     """(shard_no, its recorded lines in line order) for every shard with a chunk, in shard
     order, holding a few shards' lines at a time."""
-    pending: deque[tuple[int, asyncio.Task[ShardLines]]] = deque()
-    try:
-        async with db.read() as session:
-            async for shard in _by_shard(ChunkRepository(session).of_batch(batch_id)):
-                pending.append((shard[0].shard_no, asyncio.create_task(_lines_of_shard(store, project, shard))))
-                if len(pending) > READ_AHEAD_SHARDS:
-                    shard_no, task = pending.popleft()
-                    yield shard_no, await task
-        while pending:
-            shard_no, task = pending.popleft()
-            yield shard_no, await task
-    finally:
-        for _, task in pending:
-            task.cancel()
+    async with db.read() as session:
+        shards = _by_shard(ChunkRepository(session).of_batch(batch_id))
+        async with aclosing(
+            read_ahead(shards, lambda shard: _lines_of_shard(store, project, shard), READ_AHEAD_SHARDS)
+        ) as lines:
+            async for shard, shard_lines in lines:
+                yield shard[0].shard_no, shard_lines
 
 
 async def _by_shard(chunks: AsyncIterator[BatchChunk]) -> AsyncIterator[list[BatchChunk]]:
