@@ -3,9 +3,10 @@ it stays small (flat arrays, not a million strings)."""
 
 from __future__ import annotations
 
+import random
 import tracemalloc
 
-from app.pipeline.id_set import CustomIdSet
+from app.pipeline.id_set import _STRAGGLERS, CustomIdSet
 
 
 def test_repeats_are_found_and_distinct_ids_are_not():
@@ -31,3 +32,22 @@ def test_ids_take_about_24_bytes_each():
     # 2^19 slots of 12 bytes (the table doubles past half full); a set of the strings takes
     # about 100 bytes an id (W9: ~100 MB for a million).
     assert held < 30 * n, held
+
+
+def test_chunks_of_ids_agree_with_a_set_whatever_their_size():
+    """add_all (array rounds for most ids, one by one for the last few of a batch: _STRAGGLERS)
+    and add, mixed, answer as a Python set of the strings does."""
+    rng = random.Random(7)
+    ids, seen = CustomIdSet(capacity=4), set()
+    for _ in range(600):
+        size = rng.choice((1, 5, _STRAGGLERS, _STRAGGLERS + 1, 200, 1500))
+        chunk = [f"r{rng.randrange(60_000)}" for _ in range(size)]
+        fresh = len(set(chunk)) == len(chunk) and not seen & set(chunk)
+        assert ids.add_all(chunk) == fresh
+        if fresh:
+            seen.update(chunk)
+        one = f"r{rng.randrange(60_000)}"
+        assert ids.add(one) == (one not in seen)
+        seen.add(one)
+    assert len(ids) == len(seen)
+    assert not any(ids.add(i) for i in list(seen)[::50])
