@@ -41,7 +41,7 @@ class ShardLines:
     def of_blobs(cls, blobs: Sequence[tuple[bytes, Sequence[int]]]) -> ShardLines:
         """The counted lines of (blob, line numbers its chunk counts), in line order; a line in
         more than one place (never written so) is read from the last, as a dict would keep it."""
-        # Read as one blob (numpy's cost is per call: a chunk is only up to 256 lines).
+        # Read as one blob: numpy's cost is per call (a shard has several chunks when its run was slow).
         data = b"".join(blob for blob, _ in blobs)
         whole = all(blob.endswith(b"\n") for blob, _ in blobs if blob)
         columns = decode_columns(data) if whole else None
