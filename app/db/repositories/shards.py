@@ -34,7 +34,18 @@ _ADD_LINES_DONE = (
 _ADD_LINES_DONE_AND_END = _ADD_LINES_DONE.values(
     status=ShardStatus.DONE, finished_at=bindparam("b_finished_at"), lease_owner=None, lease_expires_at=None
 )
-_COUNTERS = ("completed", "failed", "input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens")
+# The batch's line and token counters (columns, not their names: two are named like statuses).
+_COUNTERS = tuple(
+    column.name
+    for column in (
+        _batch.completed,
+        _batch.failed,
+        _batch.input_tokens,
+        _batch.cached_tokens,
+        _batch.output_tokens,
+        _batch.reasoning_tokens,
+    )
+)
 _ADD_TO_BATCH = (
     update(cast(Table, Batch.__table__))
     .where(_batch.id == bindparam("b_batch_id"))
