@@ -17,7 +17,7 @@ from app.core.statuses import BATCH_API_ANTHROPIC, BATCH_API_OPENAI, BatchStatus
 from app.db.engine import Database
 from app.db.models import UsageMinute
 from app.db.repositories.batches import BatchRepository, LineRow
-from app.db.repositories.shards import ShardRepository, ShardSpan
+from app.db.repositories.shards import ShardClaim, ShardRepository, ShardSpan
 from app.db.repositories.usage import UsageKey
 from app.engine.results import Usage
 from app.pipeline.executor import LineOutcome
@@ -35,6 +35,16 @@ def _row(line_no: int) -> LineRow:
     return LineRow(line_no, True, f'{{"custom_id": "c{line_no}"}}', input_tokens=2, output_tokens=3)
 
 
+async def _one_shard_claimed(db: Database, lines: int) -> ShardClaim:
+    """Batch b1 of `lines` lines in one shard, claimed by replica-a."""
+    await add_batch(db, "b1", BatchStatus.IN_PROGRESS, total=lines)
+    span = ShardSpan(first_line=1, end_line=lines + 1, start_offset=0, end_offset=None, lines=lines)
+    await add_shards(db, "b1", [span])
+    claim = await claim_shard(db, "replica-a", T0)
+    assert claim is not None
+    return claim
+
+
 async def _shard(db: Database):
     async with db.read() as session:
         (shard,) = await ShardRepository(session).of_batch("b1")
@@ -45,10 +55,8 @@ def test_the_last_write_marks_the_shard_done(db_url, tmp_path):
     store = LocalBlobStore(tmp_path / "blobs")
 
     async def scenario(db: Database) -> None:
-        await add_batch(db, "b1", BatchStatus.IN_PROGRESS, total=3)
-        await add_shards(db, "b1", [ShardSpan(first_line=1, end_line=4, start_offset=0, end_offset=None, lines=3)])
-        claim = await claim_shard(db, "replica-a", T0)
-        assert claim is not None and claim.fence == 1
+        claim = await _one_shard_claimed(db, 3)
+        assert claim.fence == 1
         async with db.write() as session:
             batch, done = await shard_start(session, claim)
         assert batch is not None and batch.id == "b1" and done == set()
@@ -93,10 +101,7 @@ def test_an_end_with_nothing_left_to_write_or_an_unknown_count(db_url, tmp_path)
     store = LocalBlobStore(tmp_path / "blobs")
 
     async def scenario(db: Database) -> None:
-        await add_batch(db, "b1", BatchStatus.IN_PROGRESS, total=2)
-        await add_shards(db, "b1", [ShardSpan(first_line=1, end_line=3, start_offset=0, end_offset=None, lines=2)])
-        first = await claim_shard(db, "replica-a", T0)
-        assert first is not None
+        first = await _one_shard_claimed(db, 2)
         checkpoint = Checkpoint(db, store, PROJECT, first, recorded=set())
         checkpoint._buffer += [_row(1), _row(2)]
         assert not await checkpoint.flush()  # not the run's end: written, not marked done
@@ -138,10 +143,7 @@ def test_a_write_starts_at_the_bytes_bound_before_the_rows_bound(db_url, tmp_pat
         return LineOutcome(line_no, True, {"custom_id": f"c{line_no}", "pad": "x" * 900}, Usage(1, 1))
 
     async def scenario(db: Database) -> None:
-        await add_batch(db, "b1", BatchStatus.IN_PROGRESS, total=4)
-        await add_shards(db, "b1", [ShardSpan(first_line=1, end_line=5, start_offset=0, end_offset=None, lines=4)])
-        claim = await claim_shard(db, "replica-a", T0)
-        assert claim is not None
+        claim = await _one_shard_claimed(db, 4)
         checkpoint = Checkpoint(db, store, PROJECT, claim, recorded=set())
         await checkpoint.add(outcome(1))
         await checkpoint.add(outcome(2))
@@ -180,10 +182,7 @@ def test_checkpoint_writes_add_up_in_their_minute_of_usage(db_url, tmp_path):
     store = LocalBlobStore(tmp_path / "blobs")
 
     async def scenario(db: Database) -> None:
-        await add_batch(db, "b1", BatchStatus.IN_PROGRESS, total=3)
-        await add_shards(db, "b1", [ShardSpan(first_line=1, end_line=4, start_offset=0, end_offset=None, lines=3)])
-        claim = await claim_shard(db, "replica-a", T0)
-        assert claim is not None
+        claim = await _one_shard_claimed(db, 3)
         usage = UsageKey(PROJECT, "m", "b1", "chat")
         checkpoint = Checkpoint(db, store, PROJECT, claim, usage, recorded=set())
         checkpoint._buffer += [_row(1), _row(2)]

@@ -31,9 +31,14 @@ _ADD_LINES_DONE = (
     .where(_shard.id == bindparam("b_shard_id"), _shard.fence == bindparam("b_fence"))
     .values(lines_done=_shard.lines_done + bindparam("b_new"))
 )
-_ADD_LINES_DONE_AND_END = _ADD_LINES_DONE.values(
-    status=ShardStatus.DONE, finished_at=bindparam("b_finished_at"), lease_owner=None, lease_expires_at=None
-)
+
+
+def _done_values(finished_at: object) -> dict:
+    """What a shard's end sets (a time, or a bound parameter for the prebuilt statement)."""
+    return {"status": ShardStatus.DONE, "finished_at": finished_at, "lease_owner": None, "lease_expires_at": None}
+
+
+_ADD_LINES_DONE_AND_END = _ADD_LINES_DONE.values(_done_values(bindparam("b_finished_at")))
 # The batch's line and token counters (columns, not their names: two are named like statuses).
 _COUNTERS = tuple(
     column.name
@@ -184,12 +189,8 @@ class ShardRepository:
         )
 
     async def mark_done(self, claim: ShardClaim, now: float) -> None:
-        if not await self._fenced_update(claim, **self._done_values(now)):
+        if not await self._fenced_update(claim, **_done_values(now)):
             raise LeaseLost(f"{claim.batch_id} shard {claim.shard_no}")
-
-    @staticmethod
-    def _done_values(now: float) -> dict:
-        return {"status": ShardStatus.DONE, "finished_at": now, "lease_owner": None, "lease_expires_at": None}
 
     async def seal(self, batch_id: str) -> None:
         """Before a batch is finalized: no runner, stale or not, may write to its shards again."""
