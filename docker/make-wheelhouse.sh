@@ -13,14 +13,12 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sum" ]; then
     echo "make-wheelhouse: up to date ($(ls "$house"/*.whl | wc -l) wheels)"
     exit 0
 fi
-# The requirements themselves, read from pyproject.toml: building batchd's own wheel is not
-# needed (the images install it from source).
+# The requirements themselves, read from pyproject.toml (batchd's own wheel comes from dist/).
 mapfile -t reqs < <("$python" - <<'PY'
 import tomllib
 pyproject = tomllib.load(open("pyproject.toml", "rb"))
 project = pyproject["project"]
-# The build backend too: the image installs batchd itself with --no-index.
-for req in (pyproject["build-system"]["requires"] + project["dependencies"]
+for req in (project["dependencies"]
             + project["optional-dependencies"]["cpu"]):
     print(req)
 PY

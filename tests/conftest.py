@@ -1,5 +1,7 @@
-"""Shared fixtures: every user-facing test runs against a real `batchd serve` subprocess, once
-with SQLite + local blobs and once with Postgres + S3 (`backend` parameter; see BACKENDS)."""
+"""Shared fixtures: the API tests run batchd's app in process (`server`, `fake_server`: see
+tests/support/app_server.py), the tests of processes, signals and engines a real `batchd serve`
+subprocess (`start_server`, `model_server`); each once with SQLite + local blobs and once with
+Postgres + S3 (`backend` parameter; see BACKENDS)."""
 
 from __future__ import annotations
 
@@ -9,16 +11,22 @@ from pathlib import Path
 import openai
 import pytest
 
+from app.engine.protocol import Engines
 from harness import postgres
 from harness.client import openai_client
 from harness.process import stop_all
 from harness.seaweedfs import SeaweedFS
 from harness.server import ServerProcess
+from tests.support.app_server import AppServer
 from tests.support.engines import eager_config
+from tests.support.fake_engine import FakeEngines
 from tests.support.head_start import HeadStarts
 from tests.support.otlp import shared_receiver
+from tests.support.outbound import StubNetwork, install_stub_network
 from tests.support.s3 import S3Location
 from tests.support.vllm_upstreams import NAME as VLLM_UPSTREAMS
+from tests.support.webhook_receiver import WebhookReceiver
+from tests.support.webhooks import clean_project
 
 # CI sets this: Postgres tests must run there, never skip.
 REQUIRE_POSTGRES = os.environ.get("BATCHD_TEST_REQUIRE_POSTGRES") == "1"
@@ -32,9 +40,9 @@ KEYS = {
     "key-load": "proj-load",
     "key-msgbatch": "proj-msgbatch",
 }
-# Webhook tests deliver to receivers on 127.0.0.1, retrying fast.
+# Webhook tests deliver to receivers on 127.0.0.1 (and audio lines fetch from there), retrying fast.
 WEBHOOK_TEST_ENV = {
-    "BATCHD_WEBHOOK_ALLOW_HOSTS": "127.0.0.1",
+    "BATCHD_OUTBOUND_ALLOW": "127.0.0.1",
     "BATCHD_WEBHOOK_RETRY_BASE_SECONDS": "0.5",
     "BATCHD_WEBHOOK_POLL_SECONDS": "0.2",
 }
@@ -53,6 +61,10 @@ if os.environ.get("BATCHD_TEST_BACKENDS"):
     BACKENDS, CHEAP_BACKENDS = [b for b in BACKENDS if b in _ONLY], [b for b in CHEAP_BACKENDS if b in _ONLY]
 
 
+# Apps in process are cheap to repeat: tests on them run on every backend.
+IN_PROCESS = {"server", "fake_server", "start_app", "hooks_server"}
+
+
 def _parametrizes_backend_itself(metafunc) -> bool:
     return any(
         "backend" in (m.args[0] if isinstance(m.args[0], (list, tuple)) else m.args[0].replace(" ", "").split(","))
@@ -62,17 +74,18 @@ def _parametrizes_backend_itself(metafunc) -> bool:
 
 def pytest_generate_tests(metafunc):
     if "backend" in metafunc.fixturenames and not _parametrizes_backend_itself(metafunc):
-        cheap = "server" in metafunc.fixturenames or metafunc.definition.get_closest_marker("all_backends")
+        cheap = IN_PROCESS & set(metafunc.fixturenames) or metafunc.definition.get_closest_marker("all_backends")
         metafunc.parametrize("backend", CHEAP_BACKENDS if cheap else BACKENDS, indirect=True, scope="session")
 
 
 # Tests under these directories (or in these files) start engines (vLLM in-process or `vllm
-# serve`), servers with models (real or a fake upstream fleet) or the bench harness on them; with
-# the tests that use the shared model server they are marked `engine`, and `make test-fast` leaves
-# them out.
+# serve`), servers with models (real or a fake upstream fleet) or the bench harness on them, or
+# build the tiny model (torch: ~10 s of CPU to import); with the tests that use the shared model
+# server they are marked `engine`, and `make test-fast` leaves them out.
 ENGINE_PATHS = (
     "e2e",
     "engine/local",
+    "engine/config/test_tiny_chat.py",
     "runbatch",
     "processes",
     "bench/test_bench_smoke.py",
@@ -104,6 +117,22 @@ def pytest_itemcollected(item):
 def _backend_of(item) -> str | None:
     callspec = getattr(item, "callspec", None)
     return callspec.params.get("backend") if callspec is not None else None
+
+
+SERVER_LOG_LINES = 80
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test shows the end of each real server's log it used: CI prints only the report."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed:
+        return
+    for name, value in getattr(item, "funcargs", {}).items():
+        if isinstance(value, ServerProcess):
+            tail = "\n".join(value.log().splitlines()[-SERVER_LOG_LINES:])
+            report.sections.append((f"server log of {name} (last {SERVER_LOG_LINES} lines)", tail))
 
 
 @pytest.hookimpl(trylast=True)
@@ -190,25 +219,87 @@ def start_server(tmp_path_factory, database_factory, storage_factory):
     stop_all(servers)  # one by one, the last test's teardown took half a minute
 
 
-@pytest.fixture(scope="session")
-def server(start_server) -> ServerProcess:
-    """The shared server: three keys for three projects, expiry sweep every half second."""
-    return start_server({"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_SWEEP_INTERVAL": "0.5"})
+@pytest.fixture(scope="module")
+def start_app(tmp_path_factory, database_factory, storage_factory):
+    """Start batchd's app in this process (tests/support/app_server.py) with extra env, and
+    `engines` (tests/support/fake_engine.py) or, with `models`, its settings' engines (upstream
+    fleets) to run batches; stopped at the end of the module. Not kept for the session: every
+    app left running holds its database pools (Postgres ran out of connections), its worker's
+    polling and a settled garbage collector (tests/engine/test_gc_heap.py) until the end."""
+    apps: list[AppServer] = []
+
+    def start(env: dict[str, str] | None = None, engines: Engines | None = None, models: bool = False) -> AppServer:
+        data_dir = tmp_path_factory.mktemp("batchd")
+        app = AppServer(data_dir, database_factory(), env, storage_factory(), engines, models).start()
+        apps.append(app)
+        return app
+
+    yield start
+    for app in reversed(apps):
+        app.stop()
+
+
+@pytest.fixture(scope="module")
+def server(start_app) -> AppServer:
+    """The shared app without models: keys for the projects in KEYS, expiry sweep every half second."""
+    return start_app({"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_SWEEP_INTERVAL": "0.5"})
 
 
 @pytest.fixture
 def client(server) -> openai.OpenAI:
-    return openai_client(server.base_url, "key-a")
+    return server.client("key-a")
 
 
 @pytest.fixture
 def client_b(server) -> openai.OpenAI:
-    return openai_client(server.base_url, "key-b")
+    return server.client("key-b")
+
+
+@pytest.fixture(scope="module")
+def fake_server(start_app) -> AppServer:
+    """The shared app that runs batches on the fake engine (tests/support/fake_engine.py) under
+    the built-in models' names, set up as `model_server` is: a 3-second completion window,
+    batches capped at 3000 lines, webhooks to 127.0.0.1 retried fast."""
+    return start_app(
+        {
+            "BATCHD_API_KEYS": API_KEYS_ENV,
+            "BATCHD_COMPLETION_WINDOWS": "24h,1h,3s",
+            "BATCHD_MAX_BATCH_LINES": "3000",
+            "BATCHD_SWEEP_INTERVAL": "0.5",
+            **WEBHOOK_TEST_ENV,
+        },
+        engines=FakeEngines(),
+    )
+
+
+@pytest.fixture
+def fake_client(fake_server) -> openai.OpenAI:
+    return fake_server.client("key-a")
+
+
+@pytest.fixture(scope="module")
+def hooks_server(start_app) -> AppServer:
+    """The webhook tests' app without models (every batch fails validation, so it ends with
+    `batch.failed` within a second), delivering to 127.0.0.1 and retrying fast."""
+    return start_app({"BATCHD_API_KEYS": API_KEYS_ENV, **WEBHOOK_TEST_ENV, "BATCHD_WEBHOOK_DISABLE_AFTER_SECONDS": "3"})
+
+
+@pytest.fixture
+def hooks_client(hooks_server):
+    with clean_project(hooks_server) as client:
+        yield client
+
+
+@pytest.fixture
+def receiver():
+    with WebhookReceiver() as r:
+        yield r
 
 
 @pytest.fixture(scope="session")
 def model_server(start_server, tmp_path_factory) -> ServerProcess:
-    """A server running the two built-in models (engines start once per session and backend).
+    """A server running the two built-in models and the built-in LoRA adapter as `tl` (engines
+    start once per session and backend).
     A 3-second completion window exists for expiry tests; batches are capped at 3000 lines; the
     chat engine runs 16 sequences at a time, so a few hundred lines already queue up. It exports
     traces to the session's OTLP receiver (tests/e2e/test_traces.py)."""
@@ -225,7 +316,17 @@ def model_server(start_server, tmp_path_factory) -> ServerProcess:
             **shared_receiver().server_env(),
         },
         models=True,
-        args=["--model", "batchd-tiny-chat", "--model", "all-MiniLM-L6-v2", "--config", str(config)],
+        # tl: the built-in LoRA adapter on the chat engine (tests/e2e/test_lora_adapters.py).
+        args=[
+            "--model",
+            "batchd-tiny-chat",
+            "--model",
+            "all-MiniLM-L6-v2",
+            "--lora",
+            "tl=batchd-tiny-lora",
+            "--config",
+            str(config),
+        ],
     )
 
 
@@ -250,3 +351,9 @@ def vllm_servers(head_starts):
         yield [server.wait() for server in servers]
     finally:
         stop_all(servers)  # each may take its 30 s of grace
+
+
+@pytest.fixture
+def stub_network(monkeypatch) -> StubNetwork:
+    """A stub resolver and a connect hook refusing every address but loopback (outbound tests)."""
+    return install_stub_network(monkeypatch)

@@ -7,12 +7,11 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
-from app.api.admin_deps import ADMIN_RESPONSES, OrgKeysDep
-from app.api.admin_projects import Cursor, JsonObject, Limit
+from app.api.admin_deps import ADMIN_RESPONSES, Cursor, JsonObject, Limit, OrgKeysDep
 from app.api.deps import AdminDep
 from app.schemas.admin import AdminKeyCreated, AdminKeyCreateParams, AdminKeyDeleted, AdminKeyObject
 from app.schemas.common import ListPage, json_body, validated
-from app.services.org_keys import admin_key_object
+from app.services.organization.org_keys import admin_key_object
 
 router = APIRouter(
     prefix="/organization/admin_api_keys", tags=["admin"], responses=ADMIN_RESPONSES, dependencies=[AdminDep]

@@ -3,16 +3,12 @@ as `client.admin.organization.projects.model_permissions.*` calls them)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import APIRouter
 
-from fastapi import APIRouter, Depends
-
-from app.api.admin_deps import ADMIN_RESPONSES
-from app.api.admin_projects import JsonObject
-from app.api.deps import AdminDep, CallerDep, SessionDep
+from app.api.admin_deps import ADMIN_RESPONSES, JsonObject, ModelPermissionsDep
+from app.api.deps import AdminDep
 from app.schemas.admin import ModelPermissionsDeleted, ModelPermissionsObject, ModelPermissionsParams
 from app.schemas.common import json_body, validated
-from app.services.model_permissions import ModelPermissions
 
 router = APIRouter(
     prefix="/organization/projects/{project_id}/model_permissions",
@@ -20,13 +16,6 @@ router = APIRouter(
     responses=ADMIN_RESPONSES,
     dependencies=[AdminDep],
 )
-
-
-async def get_model_permissions(session: SessionDep, caller: CallerDep) -> ModelPermissions:
-    return ModelPermissions(session, caller)
-
-
-ModelPermissionsDep = Annotated[ModelPermissions, Depends(get_model_permissions)]
 
 
 @router.get("", response_model=ModelPermissionsObject)

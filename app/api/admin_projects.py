@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from fastapi import APIRouter
 
-from fastapi import APIRouter, Body, Query
-
-from app.api.admin_deps import ADMIN_RESPONSES, OrgKeysDep, OrgProjectsDep
+from app.api.admin_deps import ADMIN_RESPONSES, Cursor, JsonObject, Limit, OrgKeysDep, OrgProjectsDep
 from app.api.deps import AdminDep, WakeDep
 from app.schemas.admin import (
-    NO_NUL,
     ProjectApiKeyDeleted,
     ProjectApiKeyObject,
     ProjectCreateParams,
@@ -22,15 +19,10 @@ from app.schemas.admin import (
     ServiceAccountObject,
 )
 from app.schemas.common import ListPage, json_body, validated
-from app.services.org_keys import service_account_object
-from app.services.org_projects import project_object
+from app.services.organization.org_keys import service_account_object
+from app.services.organization.org_projects import project_object
 
 router = APIRouter(prefix="/organization/projects", tags=["admin"], responses=ADMIN_RESPONSES, dependencies=[AdminDep])
-
-Limit = Annotated[int, Query(ge=1, le=100)]
-# A JSON body read loosely, then validated by the model its route documents (json_body).
-JsonObject = Annotated[dict[str, Any] | None, Body()]
-Cursor = Annotated[str | None, Query(max_length=256, pattern=NO_NUL)]
 
 
 @router.post("", response_model=ProjectObject, openapi_extra=json_body(ProjectCreateParams))
@@ -55,7 +47,7 @@ async def retrieve_project(project_id: str, projects: OrgProjectsDep) -> Project
     "/{project_id}", response_model=ProjectObject, openapi_extra=json_body(ProjectUpdateParams, required=False)
 )
 async def update_project(project_id: str, projects: OrgProjectsDep, body: JsonObject = None) -> ProjectObject:
-    """Rename an active project."""
+    """Rename an active project, or set its retention period (`retention_days`, batchd's)."""
     return project_object(await projects.update(project_id, validated(ProjectUpdateParams, body or {})))
 
 

@@ -3,17 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import APIRouter
 
-from fastapi import APIRouter, Depends
-
-from app.api.admin_deps import ADMIN_RESPONSES
-from app.api.admin_projects import Cursor, JsonObject, Limit
-from app.api.deps import AdminDep, CallerDep, RuntimeDep, SessionDep
+from app.api.admin_deps import ADMIN_RESPONSES, Cursor, JsonObject, Limit, RateLimitsDep
+from app.api.deps import AdminDep, RuntimeDep
 from app.schemas.admin import RateLimitObject, RateLimitUpdateParams
 from app.schemas.common import ListPage, json_body, validated
 from app.services.models import list_entries
-from app.services.rate_limits import RateLimits
 
 router = APIRouter(
     prefix="/organization/projects/{project_id}/rate_limits",
@@ -21,13 +17,6 @@ router = APIRouter(
     responses=ADMIN_RESPONSES,
     dependencies=[AdminDep],
 )
-
-
-async def get_rate_limits(session: SessionDep, caller: CallerDep) -> RateLimits:
-    return RateLimits(session, caller)
-
-
-RateLimitsDep = Annotated[RateLimits, Depends(get_rate_limits)]
 
 
 @router.get("", response_model=ListPage[RateLimitObject])

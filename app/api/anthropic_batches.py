@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 
-from app.api.deps import RuntimeDep, SessionDep, SettingsDep, StoreDep, WakeDep
+from app.api.deps import AnthropicProjectDep, CallerDep, MessageBatchServiceDep, WakeDep
 from app.core.anthropic_api import MESSAGE_BATCHES_PATH
 from app.schemas.anthropic import (
     ANTHROPIC_ERROR_RESPONSES,
@@ -20,28 +20,7 @@ from app.schemas.anthropic import (
     MessageBatchList,
 )
 from app.schemas.common import json_body
-from app.services.auth import Caller
-from app.services.message_batches import MessageBatchService, to_message_batch
-
-
-async def get_anthropic_caller(request: Request, runtime: RuntimeDep) -> Caller:
-    """The caller from `x-api-key`, as Anthropic's clients send it, or from a Bearer key."""
-    key = request.headers.get("x-api-key")
-    authorization = f"Bearer {key}" if key else request.headers.get("authorization")
-    return await runtime.auth.caller_for(authorization)
-
-
-async def get_anthropic_project(caller: Annotated[Caller, Depends(get_anthropic_caller)]) -> str:
-    return caller.project
-
-
-async def get_message_batch_service(session: SessionDep, store: StoreDep, settings: SettingsDep) -> MessageBatchService:
-    return MessageBatchService(session, store, settings)
-
-
-AnthropicCallerDep = Annotated[Caller, Depends(get_anthropic_caller)]
-AnthropicProjectDep = Annotated[str, Depends(get_anthropic_project)]
-MessageBatchServiceDep = Annotated[MessageBatchService, Depends(get_message_batch_service)]
+from app.services.message_batches.message_batches import to_message_batch
 
 router = APIRouter(prefix=MESSAGE_BATCHES_PATH, tags=["message batches"], responses=ANTHROPIC_ERROR_RESPONSES)
 
@@ -57,7 +36,7 @@ def _base_url(request: Request) -> str:
     responses=CREATE_ERROR_RESPONSES,
 )
 async def create_message_batch(
-    request: Request, caller: AnthropicCallerDep, batches: MessageBatchServiceDep, wake_worker: WakeDep
+    request: Request, caller: CallerDep, batches: MessageBatchServiceDep, wake_worker: WakeDep
 ) -> MessageBatch:
     """Create a Message Batch from `requests: [{custom_id, params}]`; it starts `in_progress`."""
     batch = await batches.create(caller.project, await request.body(), api_key_id=caller.key_id)

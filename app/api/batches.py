@@ -6,23 +6,50 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import StreamingResponse
+from fastapi.routing import APIRoute
+from starlette.routing import Match
+from starlette.types import Scope
 
-from app.api.deps import BatchResultsServiceDep, BatchServiceDep, CallerDep, ListScopeDep, ProjectDep, WakeDep
+from app.api.deps import (
+    BatchResultsServiceDep,
+    BatchServiceDep,
+    CallerDep,
+    ListScopeDep,
+    ProjectDep,
+    RuntimeDep,
+    WakeDep,
+)
 from app.core.statuses import LineOutcome
 from app.schemas.batches import (
     BATCH_LIST_FILTERS_OPENAPI,
     BatchCreateParams,
     BatchCreateRequest,
     BatchDeleted,
+    BatchEstimate,
     BatchListQuery,
     BatchObject,
     BatchRetryParams,
     BatchRetryRequest,
 )
 from app.schemas.common import ERROR_RESPONSES, ListPage, error_doc, json_body
-from app.services.batch_results import ResultsQuery
+from app.services.batches.estimate import BatchEstimator
+from app.services.batches.results import ResultsQuery
 
-router = APIRouter(prefix="/batches", tags=["batches"], responses=ERROR_RESPONSES)
+ESTIMATE = "estimate"
+
+
+class BatchRoute(APIRoute):
+    """A route of this router, where `estimate` is no batch id: /batches/estimate is the quote's
+    path alone, so a GET or DELETE there is a 405 (Allow: POST) rather than a batch lookup."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child = super().matches(scope)
+        if match is not Match.NONE and child.get("path_params", {}).get("batch_id") == ESTIMATE:
+            return Match.NONE, {}
+        return match, child
+
+
+router = APIRouter(prefix="/batches", tags=["batches"], responses=ERROR_RESPONSES, route_class=BatchRoute)
 
 
 @router.post(
@@ -41,6 +68,25 @@ async def create_batch(
     batch = await batches.create(caller.project, body or BatchCreateRequest(), api_key_id=caller.key_id)
     wake_worker()
     return BatchObject.from_row(batch)
+
+
+@router.post(
+    f"/{ESTIMATE}",
+    response_model=BatchEstimate,
+    openapi_extra=json_body(BatchCreateParams),
+    responses={413: error_doc("Request body too large"), 503: error_doc("This replica serves no models now")},
+)
+async def estimate_batch(
+    caller: CallerDep,
+    runtime: RuntimeDep,
+    body: Annotated[BatchCreateRequest | None, Body()] = None,
+) -> BatchEstimate:
+    """A quote before submitting (batchd's, beside OpenAI's API): create's body and checks, the
+    file validated as a batch's is, its lines, input tokens, output bound and cost, and when it
+    would start and finish in the queue now. Creates nothing and holds no quota; line errors
+    come back in `errors` as a failed batch's. 503 on a replica without engines."""
+    estimator = BatchEstimator(runtime.db, runtime.settings, runtime.store, runtime.engines, runtime.worker)
+    return await estimator.estimate(caller.project, body or BatchCreateRequest())
 
 
 # Unix seconds as a database's BIGINT holds them.

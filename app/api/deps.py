@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Annotated
@@ -12,13 +13,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.api.runtime import Runtime, runtime_of
 from app.core.config import Settings
 from app.core.errors import Forbidden, InvalidRequest
+from app.core.input_hygiene import check_json, check_text, json_may_be_unclean
 from app.db.engine import Database
-from app.services.auth import Caller
-from app.services.batch_results import BatchResultsService
-from app.services.batches import BatchService
-from app.services.files import FileService
-from app.services.unit_of_work import after_commit, run_hooks
-from app.services.uploads import UploadService
+from app.services.batches.batches import BatchService
+from app.services.batches.results import BatchResultsService
+from app.services.files.files import FileService
+from app.services.files.uploads import UploadService
+from app.services.message_batches.message_batches import MessageBatchService
+from app.services.organization.auth import Caller
+from app.services.responses.responses import BackgroundResponseService
+from app.services.unit_of_work import after_commit, unit_of_work
+from app.services.webhooks.webhooks import WebhookService
 from app.storage.base import BlobStore
 
 READ_METHODS = {"GET", "HEAD", "OPTIONS"}
@@ -38,15 +43,8 @@ async def get_session(request: Request, runtime: RuntimeDep) -> AsyncIterator[As
     Reads use the read pool so they never wait on SQLite's single writer."""
     db = runtime.db
     sessions = db.read_sessions if request.method in READ_METHODS else db.write_sessions
-    async with sessions() as session:
-        try:
-            yield session
-            await session.commit()
-        except BaseException:
-            await session.rollback()
-            await run_hooks(session, "on_rollback")
-            raise
-        await run_hooks(session, "after_commit")
+    async with unit_of_work(sessions) as session:
+        yield session
 
 
 # `?project=*` on the batch and file lists: every project the key may see (an admin key: all).
@@ -66,10 +64,12 @@ class ListScope:
     by_admin: bool = False
 
 
-async def get_caller(request: Request, runtime: RuntimeDep) -> Caller:
-    """Who the request is (every /v1 route asks: one key lookup a request, shared by the
-    dependencies below); runs before any request body is read."""
-    return await runtime.auth.caller_for(request.headers.get("authorization"))
+async def get_caller(request: Request) -> Caller:
+    """Who the request is: the front door (app/http/front_door.py) resolved the key of every /v1
+    request before its body was read, and keeps the caller in the request's state."""
+    caller = request.state.caller
+    assert isinstance(caller, Caller), "the front door resolves every /v1 request's caller"
+    return caller
 
 
 def _acting_project(caller: Caller, wanted: str | None) -> str:
@@ -101,6 +101,26 @@ async def get_list_scope(
     if project == EVERY_PROJECT:
         return ListScope(None if caller.is_admin else caller.project, by_admin)
     return ListScope(_acting_project(caller, project), by_admin)
+
+
+async def reject_unclean_input(request: Request) -> None:
+    """400 for a NUL or a lone surrogate in any path id, query parameter (a cursor, a filter, a
+    metadata key) or JSON body member (app/core/input_hygiene.py), on every route, before a
+    service or the database sees it."""
+    for name, value in request.path_params.items():
+        check_text(name, str(value))
+    for key, value in request.query_params.multi_items():
+        name = key.split("[", 1)[0] or key  # metadata[k]=v is the parameter `metadata`
+        check_text(name, key)
+        check_text(name, value)
+    if request.headers.get("content-type", "").startswith("application/json"):
+        raw = await request.body()  # JSON bodies only: a multipart upload is never read whole
+        if json_may_be_unclean(raw):
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                return  # not JSON: the route's own parse says so
+            check_json(body)
 
 
 async def require_admin(caller: Annotated[Caller, Depends(get_caller)]) -> None:
@@ -149,10 +169,7 @@ class WakeAfterCommit:
         runtime = self.runtime
 
         async def wake() -> None:
-            # No worker while the engines load (it claims queued batches when it starts), nor
-            # on an --api-only replica (another replica's poll finds the batch).
-            if runtime.worker is not None:
-                runtime.worker.wake(batch_id)
+            runtime.wake_worker(batch_id)
 
         after_commit(self.session, wake)
 
@@ -192,3 +209,31 @@ async def get_upload_service(
 
 
 UploadServiceDep = Annotated[UploadService, Depends(get_upload_service)]
+
+
+async def get_webhook_service(session: SessionDep, settings: SettingsDep) -> WebhookService:
+    return WebhookService(session, settings)
+
+
+WebhookServiceDep = Annotated[WebhookService, Depends(get_webhook_service)]
+
+
+async def get_anthropic_project(caller: CallerDep) -> str:
+    return caller.project
+
+
+async def get_message_batch_service(session: SessionDep, store: StoreDep, settings: SettingsDep) -> MessageBatchService:
+    return MessageBatchService(session, store, settings)
+
+
+AnthropicProjectDep = Annotated[str, Depends(get_anthropic_project)]
+MessageBatchServiceDep = Annotated[MessageBatchService, Depends(get_message_batch_service)]
+
+
+async def get_background_response_service(
+    session: SessionDep, store: StoreDep, settings: SettingsDep
+) -> BackgroundResponseService:
+    return BackgroundResponseService(session, store, settings)
+
+
+BackgroundResponseServiceDep = Annotated[BackgroundResponseService, Depends(get_background_response_service)]

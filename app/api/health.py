@@ -1,13 +1,21 @@
-"""Liveness/readiness (unauthenticated)."""
+"""Liveness and readiness for orchestrators (no key needed). Details (upstream URLs' states, why
+an engine is down) only for an admin caller: the front door (app/http/front_door.py) says who asks."""
 
-from fastapi import APIRouter
+import asyncio
+import logging
+
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from app.api.deps import RuntimeDep
+from app.api.runtime import Runtime
 from app.core.statuses import EngineState
 
 router = APIRouter(tags=["health"])
+log = logging.getLogger("batchd.health")
 
+# A database slower than this to answer a trivial query is not ready.
+DATABASE_TIMEOUT_SECONDS = 5.0
 
 _STATE = {
     "content": {
@@ -15,30 +23,65 @@ _STATE = {
             "schema": {
                 "type": "object",
                 "required": ["status", "replica"],
-                "properties": {"status": {"type": "string"}, "replica": {"type": "string"}, "upstreams": {}},
+                "properties": {
+                    "status": {"type": "string"},
+                    "replica": {"type": "string"},
+                    "upstreams": {},
+                    "engines": {"type": "object", "additionalProperties": {"type": "string"}},
+                },
             }
         }
     }
 }
 
 
+@router.get("/health/live", responses={200: {"description": "The process and its event loop answer"}})
+async def live() -> dict[str, str]:
+    """Liveness: answers while the process and its event loop do; reads no engine or database."""
+    return {"status": "ok"}
+
+
+async def _database_ready(runtime: Runtime) -> bool:
+    try:
+        await asyncio.wait_for(runtime.db.ping(), DATABASE_TIMEOUT_SECONDS)
+    except Exception as exc:  # noqa: BLE001 - any failure to answer is "not ready"
+        log.warning("readiness: the database does not answer: %r", exc)
+        return False
+    return True
+
+
+def _engines(runtime: Runtime) -> tuple[str, dict]:
+    """The engines' status ("ok" when every one serves) and the details behind it."""
+    registry = runtime.engines
+    if not runtime.ready or registry is None:
+        return EngineState.STARTING, {}
+    upstreams = registry.status()
+    details: dict[str, object] = {"upstreams": upstreams} if upstreams else {}
+    if registry.ready:
+        return "ok", details
+    # Why: an engine restarting after its core died, or given up after too many deaths.
+    problems = registry.engine_problems()
+    return "engine unavailable", details | ({"engines": problems} if problems else {})
+
+
 @router.get(
     "/health",
     responses={
-        200: {"description": "Every engine is ready", **_STATE},
-        503: {"description": "Engines are loading or one is down", **_STATE},
+        200: {"description": "The database answers and every engine is ready", **_STATE},
+        503: {"description": "Engines are loading or one is down, or the database does not answer", **_STATE},
     },
 )
-async def health(runtime: RuntimeDep) -> JSONResponse:
-    """200 once every model engine is loaded and while all of them are alive (an upstream
-    model: while one of its URLs is in the rotation); 503 otherwise. Upstream URLs' states
-    are listed under ``upstreams``."""
-    replica = runtime.settings.replica_id
-    registry = runtime.engines
-    if not runtime.ready or registry is None:
-        return JSONResponse({"status": EngineState.STARTING, "replica": replica}, status_code=503)
-    upstreams = registry.status()
-    extra = {"upstreams": upstreams} if upstreams else {}
-    if not registry.ready:
-        return JSONResponse({"status": "engine unavailable", "replica": replica, **extra}, status_code=503)
-    return JSONResponse({"status": "ok", "replica": replica, **extra})
+async def health(request: Request, runtime: RuntimeDep) -> JSONResponse:
+    """Readiness: 200 while the database answers and every model engine is loaded and alive (an
+    upstream model: while one of its URLs is in the rotation; a model served on demand need
+    not be loaded, only the engines that are must be alive); 503 otherwise. An admin key also
+    sees the details: upstream URLs' states under ``upstreams``, and why a model takes no lines
+    under ``engines``."""
+    status, details = _engines(runtime)
+    if status == "ok" and not await _database_ready(runtime):
+        status = "database unavailable"
+    body = {"status": status, "replica": runtime.settings.replica_id}
+    caller = getattr(request.state, "caller", None)
+    if caller is not None and caller.is_admin:
+        body |= details
+    return JSONResponse(body, status_code=200 if status == "ok" else 503)

@@ -15,7 +15,7 @@ from app.core.config import Settings
 from app.core.worker_port import WorkerPort
 from app.db.engine import Database
 from app.engine.protocol import Engines
-from app.services.auth import Authenticator
+from app.services.organization.auth import Authenticator
 from app.storage.base import BlobStore
 
 
@@ -32,6 +32,13 @@ class Runtime:
     worker: WorkerPort | None = None
     # True once the engines are up (or none are to be), False again from shutdown on.
     ready: bool = False
+
+    def wake_worker(self, batch_id: str | None = None) -> None:
+        """Wake this replica's worker now (`batch_id`: a batch whose shards running here must
+        re-read its status). No worker while the engines load (it claims queued batches when it
+        starts), nor on an --api-only replica (another replica's poll finds the batch)."""
+        if self.worker is not None:
+            self.worker.wake(batch_id)
 
 
 def install_runtime(app: Starlette, runtime: Runtime) -> None:

@@ -17,8 +17,8 @@ from app.core.endpoints import USAGE_AUDIO_TRANSCRIPTIONS, USAGE_COMPLETIONS, US
 from app.core.errors import ErrorResponse
 from app.schemas.common import ERROR_RESPONSES, Responses
 from app.schemas.usage import UsagePage
-from app.services.costs import costs_page
-from app.services.usage import UsageParams, usage_page
+from app.services.limits.costs import costs_page
+from app.services.limits.usage import UsageParams, usage_page
 
 ADMIN_ONLY: Responses = {403: {"model": ErrorResponse, "description": "Not an admin key"}}
 router = APIRouter(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends, Query
+from fastapi import APIRouter, Body, Query
 
-from app.api.deps import DatabaseDep, ProjectDep, SessionDep, SettingsDep
+from app.api.deps import DatabaseDep, ProjectDep, SettingsDep, WebhookServiceDep
 from app.schemas.common import ERROR_RESPONSES, ListPage, Responses, error_doc, json_body
 from app.schemas.webhooks import (
     BATCH_EVENT_TYPES,
@@ -24,16 +24,9 @@ from app.schemas.webhooks import (
     WebhookEndpointWithSecret,
     WebhookTestResult,
 )
-from app.services.webhooks import WebhookService, send_test_event
+from app.services.webhooks.webhooks import send_test_event
 
 router = APIRouter(tags=["webhooks"], responses=ERROR_RESPONSES)
-
-
-async def get_webhook_service(session: SessionDep, settings: SettingsDep) -> WebhookService:
-    return WebhookService(session, settings)
-
-
-WebhookServiceDep = Annotated[WebhookService, Depends(get_webhook_service)]
 
 
 def _with_secret(row) -> WebhookEndpointWithSecret:

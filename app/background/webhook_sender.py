@@ -14,15 +14,14 @@ import logging
 import time
 import uuid
 
-import httpx
-
 from app.core import metrics
 from app.core.config import Settings
 from app.core.faults import fault_point
+from app.core.outbound import guarded_client
 from app.core.statuses import WebhookDeliveryStatus
 from app.db.engine import Database
 from app.db.repositories.webhooks import ClaimedDelivery, WebhookRepository
-from app.services.webhook_delivery import retry_delay, secrets_in_use, send_once
+from app.services.webhooks.delivery import retry_delay, secrets_in_use, send_once
 
 log = logging.getLogger("batchd.webhooks")
 
@@ -35,7 +34,7 @@ class WebhookSender:
         self.settings = settings
         # The lease must outlive one attempt, so a live sender never loses it mid-request.
         self.lease_seconds = settings.webhook_timeout_seconds + 5
-        self.client = httpx.AsyncClient(timeout=settings.webhook_timeout_seconds)
+        self.client = guarded_client(settings.outbound_policy(), timeout=settings.webhook_timeout_seconds)
 
     async def run_forever(self) -> None:
         try:
@@ -66,9 +65,7 @@ class WebhookSender:
     async def _attempt(self, delivery: ClaimedDelivery, token: str) -> None:
         now = time.time()
         secrets = secrets_in_use(delivery.secret, delivery.previous_secret, delivery.previous_secret_expires_at, now)
-        result = await send_once(
-            self.client, self.settings, delivery.url, secrets, delivery.event_id, delivery.body.encode()
-        )
+        result = await send_once(self.client, delivery.url, secrets, delivery.event_id, delivery.body.encode())
         metrics.record_webhook_delivery(result.ok)
         now = time.time()
         if result.ok:

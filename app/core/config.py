@@ -6,9 +6,12 @@ import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app.core.outbound import OutboundPolicy
 
 MB = 1024 * 1024
 
@@ -35,8 +38,21 @@ class Settings(BaseSettings):
     admin_keys: str = ""
     """Admin keys (Usage and Administration APIs), comma-separated, each of project `default`; the
     bootstrap for more by API or `batchd keys create --admin`."""
+    allow_open_mode: bool = False
+    """Serve in open mode (no keys) on an address other than loopback; without it such a
+    `batchd serve` exits (see [Security](security.md))."""
+    auth_failure_burst: int = Field(default=100, ge=1)
+    """Failed key checks one client address may make before its requests are answered 429."""
+    auth_failure_window_seconds: float = Field(default=60.0, gt=0)
+    """Time in which a client address's allowance of failed key checks refills completely."""
     s3_endpoint_url: str = ""
     """An S3-compatible server other than AWS (SeaweedFS, MinIO, ...)."""
+    s3_sse: Literal["", "AES256", "aws:kms"] = ""
+    """Server-side encryption asked for on every object batchd writes to S3: `AES256` (keys the S3
+    server manages) or `aws:kms` (a KMS key); empty: the bucket's default encryption."""
+    s3_sse_kms_key_id: str = ""
+    """The KMS key (id, ARN or alias) of `BATCHD_S3_SSE=aws:kms`; empty: the account's AWS-managed
+    key for S3."""
     orphan_blob_min_age: float = Field(default=3600.0, ge=0)
     """Blobs with no live file row are removed once this old, in seconds (other replicas' in-flight
     uploads commit their blob a moment before their row)."""
@@ -52,6 +68,9 @@ class Settings(BaseSettings):
     """How long a SQLite writer waits for the lock before the request answers 503."""
     sweep_interval: float = Field(default=60.0, gt=0)
     """Seconds between sweeps of expired files and uploads."""
+    idempotency_key_hours: float = Field(default=24.0, gt=0)
+    """A POST's `Idempotency-Key` is remembered this long (per project): a repeat within it gets
+    the first response."""
     tombstone_grace_seconds: float = Field(default=7 * 24 * 3600, ge=0)
     """A deleted file's or batch's record (its id still works as an `after` cursor) is kept this long."""
     log_level: str = "info"
@@ -85,6 +104,20 @@ class Settings(BaseSettings):
     """Requests in one Anthropic Message Batch."""
     max_message_batch_bytes: int = Field(default=256 * MB, ge=1)
     """Body of an Anthropic Message Batch create request."""
+    background_response_deadline_seconds: int = Field(default=60, ge=1)
+    """Scheduling deadline of a background response (`POST /v1/responses`, `background: true`):
+    the scheduler runs it ahead of batches due later and, once at risk of missing it, ahead of
+    fair share. Passing it ends nothing. See [Background responses](responses.md)."""
+    background_response_expiry_seconds: int = Field(default=86_400, ge=1)
+    """Hard expiry of a background response: one not finished this long after it was created is
+    stopped and ends `failed` (`batch_expired`)."""
+    background_response_retention_seconds: int = Field(default=2_592_000, ge=1)
+    """An ended background response is deleted (with its request and result files) this long
+    after it ended, as `DELETE /v1/responses/{id}` deletes it."""
+    flex_wait_seconds: float = Field(default=30.0, gt=0)
+    """How long a flex request (`service_tier: "flex"`) may wait for its line to start; one
+    that has not started by then is cancelled and answered `429 resource_unavailable` with a
+    Retry-After. See [Flex processing](flex.md)."""
     max_validation_errors: int = Field(default=100, ge=1)
     """At most this many validation errors are reported for one batch."""
     max_concurrent_batches: int = Field(default=4, ge=1)
@@ -116,8 +149,27 @@ class Settings(BaseSettings):
     models: list[str] = Field(default_factory=list)
     """Models to serve, as `--model` takes them (a JSON list in the environment); empty: the
     built-in `batchd-tiny-chat` and `all-MiniLM-L6-v2`."""
+    loras: list[str] = Field(default_factory=list)
+    """LoRA adapters to serve, as `--lora NAME=PATH[@BASE]` takes them (a JSON list in the
+    environment); `batchd-tiny-lora` names the built-in adapter of `batchd-tiny-chat`."""
     model_config_file: Path | None = None
     """A YAML/JSON file of per-model engine options and upstream fleets."""
+    max_resident_engines: int | None = Field(default=None, ge=1)
+    """At most this many in-process engines loaded at once; the other models load when their lines
+    are due, in place of the least needed idle engine (see [Models](models.md#engines-on-demand));
+    unset: every model's engine stays loaded."""
+    min_residency_seconds: float = Field(default=30.0, ge=0)
+    """With `BATCHD_MAX_RESIDENT_ENGINES`: a busy engine keeps its place at least this long (longer
+    for more queued lines) before another model with no earlier deadline takes its turn."""
+    engine_max_restarts: int = Field(default=3, ge=0)
+    """An in-process engine whose core process dies is restarted up to this many times within
+    `BATCHD_ENGINE_RESTART_WINDOW_SECONDS`; one more death and it stays down (`/health` says why)
+    and its lines fail with `engine_unavailable` (0: never restarted)."""
+    engine_restart_window_seconds: float = Field(default=600.0, gt=0)
+    """The window in which an engine's restarts are counted."""
+    engine_restart_backoff_seconds: float = Field(default=1.0, ge=0)
+    """Wait before an engine's first restart in the window; each further one waits twice as long
+    (at most 60 s)."""
     no_models: bool = False
     """Serve no models at all (the Files API only; batches fail validation with `model_not_found`)."""
     api_only: bool = False
@@ -130,8 +182,11 @@ class Settings(BaseSettings):
 
     metrics_token: str = ""
     """Bearer token `GET /metrics` requires; empty: open."""
+    outbound_allow: str = ""
+    """Destinations the server may fetch although they are not public (comma-separated host names,
+    addresses, CIDRs): internal webhook receivers or audio hosts. See [Security](security.md)."""
     webhook_allow_hosts: str = ""
-    """Webhook hosts (comma-separated) allowed to resolve to private or loopback addresses."""
+    """Older name of `BATCHD_OUTBOUND_ALLOW`: its entries are added to that list."""
     webhook_retry_base_seconds: float = Field(default=5.0, gt=0)
     """First webhook retry delay; doubles per attempt."""
     webhook_retry_max_delay_seconds: float = Field(default=4 * 3600.0, gt=0)
@@ -144,6 +199,19 @@ class Settings(BaseSettings):
     """Per-attempt HTTP timeout of a webhook delivery."""
     webhook_poll_seconds: float = Field(default=1.0, gt=0)
     """How often each server looks for due webhook deliveries."""
+
+    @model_validator(mode="after")
+    def _kms_key_needs_kms(self) -> Self:
+        if self.s3_sse_kms_key_id and self.s3_sse != "aws:kms":
+            raise ValueError("BATCHD_S3_SSE_KMS_KEY_ID is only used with BATCHD_S3_SSE=aws:kms")
+        return self
+
+    def s3_encryption(self) -> dict[str, str]:
+        """The server-side encryption parameters of every S3 write (none when not asked for)."""
+        params: dict[str, str] = {"ServerSideEncryption": self.s3_sse} if self.s3_sse else {}
+        if self.s3_sse_kms_key_id:
+            params["SSEKMSKeyId"] = self.s3_sse_kms_key_id
+        return params
 
     def window_seconds(self) -> dict[str, int]:
         return {w: parse_window(w) for w in self.completion_windows.split(",") if w.strip()}
@@ -164,8 +232,8 @@ class Settings(BaseSettings):
             return Path(self.storage_url)
         return self.data_dir / "blobs"
 
-    def webhook_allowed_hosts(self) -> set[str]:
-        return {h.strip().lower() for h in self.webhook_allow_hosts.split(",") if h.strip()}
+    def outbound_policy(self) -> OutboundPolicy:
+        return OutboundPolicy.parse(self.outbound_allow, self.webhook_allow_hosts)
 
     def parsed_api_keys(self) -> dict[str, str]:
         """Config keys as {key: project}; a bare key belongs to project `default`."""

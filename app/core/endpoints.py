@@ -26,8 +26,18 @@ ALL_ENDPOINTS: frozenset[str] = frozenset(
     {CHAT_COMPLETIONS, COMPLETIONS, EMBEDDINGS, SCORE, RERANK, RESPONSES, MESSAGES, TRANSCRIPTIONS, TRANSLATIONS}
 )
 
-# What an OpenAI batch (`/v1/batches`) may name as its endpoint; Message Batches alone run MESSAGES.
-OPENAI_BATCH_ENDPOINTS: frozenset[str] = ALL_ENDPOINTS - {MESSAGES}
+# What an OpenAI batch (`/v1/batches`) may name as its endpoint, in the order a refusal lists them;
+# Message Batches alone run MESSAGES.
+OPENAI_BATCH_ENDPOINTS: tuple[str, ...] = (
+    CHAT_COMPLETIONS,
+    COMPLETIONS,
+    EMBEDDINGS,
+    SCORE,
+    RERANK,
+    RESPONSES,
+    TRANSCRIPTIONS,
+    TRANSLATIONS,
+)
 
 # Which endpoints a vLLM engine serves, keyed by the task names vLLM reports
 # from `get_supported_tasks()` (mirrors the routers `vllm serve` registers).

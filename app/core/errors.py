@@ -9,6 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from app.core.line_errors import LineErrorCode
+
 
 class ErrorBody(BaseModel):
     message: str
@@ -57,7 +59,9 @@ class InvalidRequest(ApiError):
 
 class MissingParameter(InvalidRequest):
     def __init__(self, name: str) -> None:
-        super().__init__(f"Missing required parameter: '{name}'.", param=name, code="missing_required_parameter")
+        super().__init__(
+            f"Missing required parameter: '{name}'.", param=name, code=LineErrorCode.MISSING_REQUIRED_PARAMETER
+        )
 
 
 class InvalidValue(InvalidRequest):
@@ -93,6 +97,28 @@ class Conflict(ApiError):
 class PayloadTooLarge(ApiError):
     status_code = 413
     type = "invalid_request_error"
+
+
+class MisdirectedRequest(ApiError):
+    """421: the request names a host this server does not answer for (open mode: not loopback)."""
+
+    status_code = 421
+    type = "invalid_request_error"
+
+
+class UnsupportedMediaType(ApiError):
+    status_code = 415
+    type = "invalid_request_error"
+
+
+class TooManyRequests(ApiError):
+    """429 with Retry-After: the client may try again once that many seconds have passed."""
+
+    status_code = 429
+    type = "requests"
+
+    def __init__(self, message: str, *, retry_after: int, code: str = "rate_limit_exceeded") -> None:
+        super().__init__(message, code=code, headers={"Retry-After": str(retry_after)})
 
 
 class QuotaExceeded(ApiError):
@@ -142,7 +168,7 @@ _VALIDATION_CODES = {
     "less_than": "integer_above_max_value",
     "greater_than_equal": "integer_below_min_value",
     "greater_than": "integer_below_min_value",
-    "missing": "missing_required_parameter",
+    "missing": LineErrorCode.MISSING_REQUIRED_PARAMETER,
     "int_parsing": "invalid_type",
     "int_type": "invalid_type",
     "string_type": "invalid_type",

@@ -24,3 +24,18 @@ class LineErrorCode(StrEnum):
     MODEL_NOT_FOUND = "model_not_found"
     UNSUPPORTED_ENDPOINT = "unsupported_endpoint"  # the model cannot serve that url
     STREAMING_UNSUPPORTED = "streaming_unsupported"
+    # A line that never ran, or did not finish (app/worker/finalize.py writes its error line)
+    BATCH_CANCELLED = "batch_cancelled"
+    BATCH_EXPIRED = "batch_expired"
+    REQUEST_TIMEOUT = "request_timeout"  # also an upstream's 504 when a line's deadline passed
+    # A batch refused by its project's limits (the batch's errors, every line the same)
+    TOKEN_LIMIT_EXCEEDED = "token_limit_exceeded"
+    REQUEST_LIMIT_EXCEEDED = "request_limit_exceeded"
+    # A line whose model's engine died too often and is no longer restarted (app/engine/supervision.py)
+    ENGINE_UNAVAILABLE = "engine_unavailable"
+
+
+def batch_error(code: str, message: str, *, line: int | None = None, param: str | None = None) -> dict:
+    """An entry of a batch's `errors.data[]`, in OpenAI's shape: a refused line's (its 1-based
+    `line`, the `param` at fault) or the whole batch's (a limit: no line)."""
+    return {"code": code, "message": message, "param": param, "line": line}

@@ -46,6 +46,16 @@ LINE_LATENCY = Histogram(
     buckets=LINE_BUCKETS,
     registry=REGISTRY,
 )
+# A background response or flex request, created to ended: well under a second to an hour.
+SINGLE_REQUEST_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600)
+SINGLE_REQUEST_SECONDS = Histogram(
+    "batchd_single_request_seconds",
+    "A background response's or flex request's time from create to its end (whole seconds), by lane "
+    "(response | flex) and ending (completed | cancelled | expired).",
+    ["lane", "ending"],
+    buckets=SINGLE_REQUEST_BUCKETS,
+    registry=REGISTRY,
+)
 LINES_WAITING = Gauge(
     "batchd_lines_waiting", "Lines read and waiting for an engine slot.", ["model"], registry=REGISTRY
 )
@@ -57,6 +67,31 @@ BATCHES_AT_RISK = Gauge(
     registry=REGISTRY,
 )
 ENGINE_UP = Gauge("batchd_engine_up", "1 while the model's engine is ready, 0 otherwise.", ["model"], registry=REGISTRY)
+ENGINE_RESTARTS = Counter(
+    "batchd_engine_restarts",
+    "Restarts of a model's in-process engine after its core process died.",
+    ["model"],
+    registry=REGISTRY,
+)
+ENGINE_LOADS = Counter(
+    "batchd_engine_loads",
+    "Engines loaded on demand (--max-resident-engines, load: on-demand), by model.",
+    ["model"],
+    registry=REGISTRY,
+)
+ENGINE_LOAD_SECONDS = Histogram(
+    "batchd_engine_load_seconds",
+    "Time to load a model's engine on demand.",
+    ["model"],
+    buckets=(1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600),
+    registry=REGISTRY,
+)
+ENGINE_RESIDENT = Gauge(
+    "batchd_engine_resident",
+    "1 while the model has an engine loaded (or loading), 0 while it waits to be loaded on demand.",
+    ["model"],
+    registry=REGISTRY,
+)
 UPLOAD_BYTES = Counter("batchd_upload_bytes", "Bytes of files stored by uploads.", registry=REGISTRY)
 HTTP_REQUESTS = Counter(
     "batchd_http_requests",
@@ -211,6 +246,20 @@ def set_batches_at_risk(counts: dict[str, int]) -> None:
 def set_engines_up(states: dict[str, bool]) -> None:
     for model, up in states.items():
         ENGINE_UP.labels(model).set(1 if up else 0)
+
+
+def record_engine_restart(model: str) -> None:
+    ENGINE_RESTARTS.labels(_model_label(model)).inc()
+
+
+def record_engine_load(model: str, seconds: float) -> None:
+    label = _model_label(model)
+    ENGINE_LOADS.labels(label).inc()
+    ENGINE_LOAD_SECONDS.labels(label).observe(seconds)
+
+
+def set_engine_resident(model: str, resident: bool) -> None:
+    ENGINE_RESIDENT.labels(_model_label(model)).set(1 if resident else 0)
 
 
 def record_http_request(method: str, route: str | None, status: int, seconds: float) -> None:

@@ -37,9 +37,17 @@ CANCELLABLE_BATCH_STATUSES = (BatchStatus.VALIDATING, BatchStatus.IN_PROGRESS, B
 EXPIRABLE_BATCH_STATUSES = (BatchStatus.VALIDATING, BatchStatus.IN_PROGRESS)
 
 
-# Which API a batch was made through (batches.api): both run on the same scheduler.
+# Which API a batch was made through (batches.api): all run on the same scheduler.
 BATCH_API_OPENAI = "openai"
 BATCH_API_ANTHROPIC = "anthropic"
+# A background response (`POST /v1/responses`, `background: true`): a one-line batch that only
+# `/v1/responses` shows (never `/v1/batches`).
+BATCH_API_RESPONSE = "response"
+# A flex request (`service_tier: "flex"` on a synchronous route): a one-line batch that the HTTP
+# call waits for; no API lists it.
+BATCH_API_FLEX = "flex"
+# Single requests run as one-line batches: never shown by `/v1/batches`, never a batch webhook.
+SINGLE_REQUEST_APIS = (BATCH_API_RESPONSE, BATCH_API_FLEX)
 
 
 class LineOutcome(StrEnum):
@@ -64,6 +72,7 @@ class EngineState(StrEnum):
     STARTING = "starting"
     READY = "ready"
     DEAD = "dead"  # its engine core died, or none of its upstream URLs is in the rotation
+    UNLOADED = "unloaded"  # served on demand: no engine now, one is loaded when its lines are due
     STOPPED = "stopped"  # not served (or no longer)
 
 
@@ -100,12 +109,17 @@ class WebhookDeliveryStatus(StrEnum):
 
 
 class WebhookEventType(StrEnum):
-    """The events a webhook endpoint can subscribe to: a batch reached this ending (OpenAI's names)."""
+    """The events a webhook endpoint can subscribe to: a batch, or a background response, reached
+    this ending (OpenAI's names)."""
 
     BATCH_COMPLETED = "batch.completed"
     BATCH_FAILED = "batch.failed"
     BATCH_CANCELLED = "batch.cancelled"
     BATCH_EXPIRED = "batch.expired"
+    RESPONSE_COMPLETED = "response.completed"
+    RESPONSE_FAILED = "response.failed"
+    RESPONSE_CANCELLED = "response.cancelled"
+    RESPONSE_INCOMPLETE = "response.incomplete"
 
     @classmethod
     def of_ending(cls, ending: BatchStatus) -> WebhookEventType:
@@ -128,3 +142,15 @@ class MessageResultType(StrEnum):
     ERRORED = "errored"
     CANCELED = "canceled"
     EXPIRED = "expired"
+
+
+class ResponseStatus(StrEnum):
+    """A background response's `status`, as OpenAI's Response object names it (its view of the
+    one-line batch that runs it)."""
+
+    QUEUED = "queued"
+    IN_PROGRESS = "in_progress"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    INCOMPLETE = "incomplete"

@@ -85,6 +85,11 @@ class Database:
         async with self.read_sessions() as session:
             yield session
 
+    async def ping(self) -> None:
+        """Raises unless the database answers a trivial query (readiness: /health)."""
+        async with self.read_engine.connect() as connection:
+            await connection.exec_driver_sql("SELECT 1")
+
     async def dispose(self) -> None:
         await self.write_engine.dispose()
         if self.read_engine is not self.write_engine:

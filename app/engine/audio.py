@@ -3,8 +3,10 @@
 
 :func:`fetch_audio` returns its bytes, read with a size limit so an oversized file is refused
 before it is held in memory: a ``data:`` URL is measured before it is decoded, a download is
-streamed and stopped at the limit. Every failure is an :class:`AudioFetchError`, which the
-engines turn into that line's 400 (:func:`fetch_error_reply`), never a failed batch.
+streamed and stopped at the limit, through the outbound policy (app/core/outbound.py: public
+addresses only unless ``BATCHD_OUTBOUND_ALLOW`` lists the host). Every failure is an
+:class:`AudioFetchError`, which the engines turn into that line's 400
+(:func:`fetch_error_reply`), never a failed batch.
 
 Memory stays bounded: at most ``BATCHD_AUDIO_MAX_IN_FLIGHT`` lines of a process hold audio
 at once (:func:`audio_slot`, taken before the download and kept until the line is answered), so
@@ -28,6 +30,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from app.core.endpoints import TRANSLATIONS
+from app.core.outbound import DownloadRefused, OutboundPolicy, OutboundRefused, download
 
 MAX_BYTES_SETTING = "BATCHD_AUDIO_MAX_BYTES"
 TIMEOUT_SETTING = "BATCHD_AUDIO_FETCH_TIMEOUT_S"
@@ -115,26 +118,18 @@ def _decode_data_url(file_url: str, limit: int) -> bytes:
 
 async def _download(url: str, limit: int) -> bytes:
     timeout = _fetch_timeout()
-    chunks: list[bytes] = []
-    received = 0
     try:
-        async with httpx.AsyncClient(timeout=timeout, follow_redirects=True, trust_env=False) as client:
-            async with client.stream("GET", url) as response:
-                if response.status_code != 200:
-                    raise AudioFetchError(f"Fetching file_url answered HTTP {response.status_code}.")
-                declared = response.headers.get("content-length", "")
-                if declared.isdigit() and int(declared) > limit:
-                    raise AudioFetchError(_too_large(f"{declared} bytes", limit))
-                async for chunk in response.aiter_bytes():
-                    received += len(chunk)
-                    if received > limit:
-                        raise AudioFetchError(_too_large(f"more than {limit} bytes", limit))
-                    chunks.append(chunk)
+        return await download(url, OutboundPolicy.from_environ(), limit=limit, timeout=timeout)
+    except DownloadRefused as exc:
+        if exc.status is not None:
+            raise AudioFetchError(f"Fetching file_url answered HTTP {exc.status}.") from None
+        raise AudioFetchError(_too_large(exc.size, limit)) from None
     except httpx.TimeoutException:
         raise AudioFetchError(f"Fetching file_url timed out after {timeout:g} s.") from None
-    except httpx.HTTPError as exc:
-        raise AudioFetchError(f"Could not fetch file_url: {type(exc).__name__}: {exc}".rstrip(": ")) from None
-    return b"".join(chunks)
+    except OutboundRefused as exc:
+        raise AudioFetchError(f"file_url: {exc}") from None
+    except httpx.HTTPError as exc:  # its kind only: its text may name an address the host resolved to
+        raise AudioFetchError(f"Could not fetch file_url ({type(exc).__name__}).") from None
 
 
 def _too_large(size: str, limit: int) -> str:

@@ -4,7 +4,10 @@ process, so a server without models, or with upstream models only, never pays fo
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from app.core.config import Settings
@@ -18,7 +21,17 @@ from app.engine.multiplexer import ServingRegistry
 from app.engine.prompt_tokens import estimate_all
 from app.engine.protocol import Engines, UpstreamStatus
 from app.engine.results import MODEL_NOT_FOUND, LineProblem, LineResult
+from app.engine.supervision import RestartPolicy
 from app.engine.upstream.registry import DEFAULT_SURPLUS, UpstreamRegistry
+
+
+@dataclass(frozen=True)
+class ResidencyLimits:
+    """How many in-process engines may be loaded at once (None: all) and how long a busy one
+    keeps its place (``--max-resident-engines``, ``BATCHD_MIN_RESIDENCY_SECONDS``)."""
+
+    max_resident: int | None = None
+    min_seconds: float = 30.0
 
 
 class NoModels:
@@ -43,6 +56,9 @@ class NoModels:
         return 1
 
     def status(self) -> UpstreamStatus:
+        return {}
+
+    def engine_problems(self) -> dict[str, str]:
         return {}
 
     def validate_line(self, endpoint: str, body: Any) -> LineProblem:
@@ -75,12 +91,22 @@ async def start_registry(settings: Settings) -> Engines:
     """The started engines ``settings`` ask for (:class:`NoModels` with ``no_models``)."""
     if settings.no_models:
         return NoModels()
-    specs = resolve_model_specs(settings.models, settings.model_config_file, data_dir=settings.data_dir)
-    return await start_serving(specs, settings.upstream_window_surplus)
+    specs = resolve_model_specs(
+        settings.models, settings.model_config_file, data_dir=settings.data_dir, lora_args=settings.loras
+    )
+    return await start_serving(
+        specs,
+        settings.upstream_window_surplus,
+        RestartPolicy.from_settings(settings),
+        ResidencyLimits(settings.max_resident_engines, settings.min_residency_seconds),
+    )
 
 
 async def start_serving(
-    specs: Sequence[ModelSpec | UpstreamSpec], upstream_window_surplus: float = DEFAULT_SURPLUS
+    specs: Sequence[ModelSpec | UpstreamSpec],
+    upstream_window_surplus: float = DEFAULT_SURPLUS,
+    restarts: RestartPolicy | None = None,
+    residency: ResidencyLimits | None = None,
 ) -> Engines:
     """Started engines for ``specs``: the in-process ones, the upstream ones, or both behind
     a :class:`~app.engine.multiplexer.ServingRegistry`."""
@@ -95,9 +121,13 @@ async def start_serving(
         await upstream.start(upstream_specs)
         if not local_specs:
             return upstream
-    from app.engine.local.registry import EngineRegistry  # imports vLLM
+    # Importing vLLM (and torch) takes seconds of CPU: in a thread, so the event loop keeps
+    # answering (/health, the Files API) meanwhile; it held the loop 7 s (app/background/loop_watch.py).
+    await asyncio.to_thread(importlib.import_module, "app.engine.local.registry")
+    from app.engine.local.registry import EngineRegistry
 
-    local = EngineRegistry()
+    residency = residency or ResidencyLimits()
+    local = EngineRegistry(restarts, residency.max_resident, residency.min_seconds)
     try:
         await local.start(local_specs)
     except BaseException:

@@ -7,6 +7,8 @@ error body. These are the cases where writing an error line would be wrong.
 
 from __future__ import annotations
 
+from app.core.line_errors import LineErrorCode
+
 
 class EngineError(Exception):
     """Base class for engine-layer failures that are not a line's own fault."""
@@ -30,6 +32,17 @@ class RequestAborted(EngineError):
     def __init__(self, request_id: str) -> None:
         self.request_id = request_id
         super().__init__(f"Request {request_id!r} was aborted.")
+
+
+class EngineUnavailableError(EngineError):
+    """The model's engine died too often and is no longer restarted: the line fails with
+    ``code`` (an error line, not a response), since no later run of it would fare better."""
+
+    code = LineErrorCode.ENGINE_UNAVAILABLE
+
+    def __init__(self, model: str, reason: str = "") -> None:
+        self.model = model
+        super().__init__(f"The engine for model {model!r} is unavailable: {reason or 'it died'}.")
 
 
 class EngineNotReadyError(EngineError):

@@ -45,6 +45,9 @@ class ServingRegistry:
     def status(self) -> UpstreamStatus:
         return self.upstream.status()
 
+    def engine_problems(self) -> dict[str, str]:
+        return {**self.local.engine_problems(), **self.upstream.engine_problems()}
+
     def validate_line(self, endpoint: str, body: Any) -> LineProblem | None:
         model = body.get("model") if isinstance(body, dict) else None
         if isinstance(model, str) and not self._serves(model):

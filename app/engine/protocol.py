@@ -72,7 +72,8 @@ class Engines(LineChecker, LineRunner, Protocol):
 
     @property
     def ready(self) -> bool:
-        """True while every served model can take lines (``/health`` answers 200)."""
+        """True while every served model can take lines (``/health`` answers 200); a model
+        served on demand can while it waits for its engine to be loaded."""
         ...
 
     def model_cards(self) -> list[dict[str, Any]]:
@@ -100,6 +101,17 @@ class Engines(LineChecker, LineRunner, Protocol):
         served by an upstream."""
         ...
 
+    def engine_problems(self) -> dict[str, str]:
+        """Why a model takes no lines now, by model (an in-process engine restarting after its
+        core died, or no longer restarted), for ``/health``; empty while all serve."""
+        ...
+
     async def shutdown(self) -> None:
         """Stop everything in flight and release the engines. Safe to call twice."""
         ...
+
+
+def adapter_bases(engines: Engines) -> dict[str, str]:
+    """Each served LoRA adapter's base model (its card's ``parent``), by the adapter's name:
+    a batch's lines may name a base and its adapters, which run on the one engine."""
+    return {card["id"]: card["parent"] for card in engines.model_cards() if card.get("parent")}

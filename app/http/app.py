@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from contextlib import asynccontextmanager, suppress
 
@@ -17,32 +18,41 @@ from app.api import (
     audit_logs,
     batches,
     files,
+    flex,
     health,
     models,
     queue,
+    responses,
+    single_requests,
     uploads,
     usage,
     webhooks,
 )
 from app.api import metrics as metrics_api
-from app.api.deps import get_caller
+from app.api.deps import get_caller, reject_unclean_input
 from app.api.runtime import Runtime, install_runtime
+from app.background.loop_watch import LoopWatch
 from app.background.model_publisher import publish_models_forever
 from app.background.sweeper import STALE_TEMP_SECONDS, sweep_forever
 from app.background.webhook_sender import WebhookSender
 from app.core import tracing
 from app.core.anthropic_api import MESSAGE_BATCHES_PATH
 from app.core.config import Settings
+from app.core.private_files import private_dir
+from app.core.version import VERSION
 from app.db import migrate
 from app.db.engine import Database
 from app.engine.boot import NoModels, start_registry
+from app.engine.protocol import Engines
 from app.http.body_limit import BodyLimitMiddleware
 from app.http.error_handlers import install_error_handlers
+from app.http.front_door import FrontDoorMiddleware
+from app.http.idempotency import IdempotencyMiddleware
 from app.http.metrics_middleware import HttpMetricsMiddleware
 from app.http.openapi import install_openapi
 from app.http.request_id import RequestIdMiddleware
-from app.services.auth import Authenticator
 from app.services.models import model_entries
+from app.services.organization.auth import Authenticator
 from app.storage import open_store
 from app.ui import install_ui
 from app.worker.context import WorkerContext
@@ -51,14 +61,14 @@ from app.worker.runner import Worker
 log = logging.getLogger("batchd")
 
 
-async def _start_engines_and_worker(runtime: Runtime) -> None:
+async def _start_engines_and_worker(runtime: Runtime, given: Engines | None) -> None:
     settings = runtime.settings
     if settings.api_only:
         runtime.engines, runtime.ready = NoModels(), True
         log.info("ready: API only (no engines, no worker)")
         return
     try:
-        engines = runtime.engines = await start_registry(settings)
+        engines = runtime.engines = given if given is not None else await start_registry(settings)
     except Exception:
         log.exception("could not start the model engines; batches will not run")
         raise
@@ -70,12 +80,40 @@ async def _start_engines_and_worker(runtime: Runtime) -> None:
     log.info("ready: serving %s", ", ".join(served) or "no models")
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+@functools.cache
+def _v1_router() -> APIRouter:
+    """Every `/v1` route but Anthropic's, built once per process: an app includes (copies) it,
+    and building it again for each app (the in-process tests make dozens) is most of create_app's CPU."""
+    v1 = APIRouter(prefix="/v1", dependencies=[Depends(get_caller), Depends(reject_unclean_input)])
+    for module in (
+        files,
+        uploads,
+        batches,
+        responses,
+        flex,
+        models,
+        webhooks,
+        usage,
+        admin_projects,
+        admin_keys,
+        admin_rate_limits,
+        admin_model_permissions,
+        audit_logs,
+        queue,
+        single_requests,
+    ):
+        v1.include_router(module.router)
+    return v1
+
+
+def create_app(settings: Settings | None = None, engines: Engines | None = None) -> FastAPI:
+    """The app for `settings`; `engines`, when given, runs its lines in place of the engines
+    the settings name (the tests' fake engine: the app in process, with no model)."""
     settings = settings or Settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(settings.data_dir)
         url = settings.resolved_database_url()
         await migrate.upgrade(url)
         db = Database(url, sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms)
@@ -87,7 +125,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if await auth.is_open_mode():
             log.warning(
                 "!!! OPEN MODE: no API keys configured (BATCHD_API_KEYS or `batchd keys create`); "
-                "every request is accepted as project 'default' !!!"
+                "every request is accepted as project 'default' (from loopback names and this server's "
+                "own origin only; docs/security.md) !!!"
             )
         runtime = Runtime(settings, db, store, auth, asyncio.get_running_loop())
         install_runtime(app, runtime)
@@ -95,7 +134,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # Webhook deliveries never wait on the worker, nor it on them: they share only the outbox.
         sender = asyncio.create_task(WebhookSender(db, settings).run_forever())
         # Engines take a while to load: serve files and /health (503 "starting") meanwhile.
-        startup = asyncio.create_task(_start_engines_and_worker(runtime))
+        startup = asyncio.create_task(_start_engines_and_worker(runtime, engines))
         background = [startup, sweeper, sender]
         if not (settings.api_only or settings.no_models):
             # So that --api-only replicas on this database can list what this one serves.
@@ -107,7 +146,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 )
             )
         try:
-            yield
+            async with LoopWatch():
+                yield
         finally:
             runtime.ready = False
             for task in background:
@@ -123,36 +163,27 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(
         title="batchd",
-        version="0.1.0",
+        version=VERSION,
         description="OpenAI-compatible Files and Batches API backed by vLLM.",
         lifespan=lifespan,
     )
-    # Added first, so it runs inside RequestIdMiddleware: its 413s carry a request id too.
+    # Added first, so they run inside RequestIdMiddleware (their refusals carry a request id too),
+    # and the front door (who is asking) before the body policy (what they may send).
+    # Innermost: the caller is known and the body within its limit when a key is looked up.
+    app.add_middleware(IdempotencyMiddleware, keep_seconds=settings.idempotency_key_hours * 3600)
     app.add_middleware(
         BodyLimitMiddleware,
         max_bytes=settings.max_json_body_bytes,
         larger={MESSAGE_BATCHES_PATH: settings.max_message_batch_bytes},
     )
+    app.add_middleware(FrontDoorMiddleware)
     app.add_middleware(RequestIdMiddleware)
     app.add_middleware(HttpMetricsMiddleware)
     install_error_handlers(app)
     install_openapi(app)
 
-    v1 = APIRouter(prefix="/v1", dependencies=[Depends(get_caller)])
-    v1.include_router(files.router)
-    v1.include_router(uploads.router)
-    v1.include_router(batches.router)
-    v1.include_router(models.router)
-    v1.include_router(webhooks.router)
-    v1.include_router(usage.router)
-    v1.include_router(admin_projects.router)
-    v1.include_router(admin_keys.router)
-    v1.include_router(admin_rate_limits.router)
-    v1.include_router(admin_model_permissions.router)
-    v1.include_router(audit_logs.router)
-    v1.include_router(queue.router)
-    app.include_router(v1)
-    app.include_router(anthropic_batches.router)
+    app.include_router(_v1_router())
+    app.include_router(anthropic_batches.router, dependencies=[Depends(reject_unclean_input)])
     app.include_router(health.router)
     app.include_router(metrics_api.router)
     install_ui(app)

@@ -1,19 +1,52 @@
-"""ASGI middleware: request bodies other than multipart uploads (JSON: batch create, and any
-body a client sends) are capped at BATCHD_MAX_JSON_BODY_BYTES. A declared Content-Length over
-the cap is refused before anything is read; a chunked body is counted as it arrives. Uploads
-(multipart) have their own streaming limits in the files service."""
+"""ASGI middleware: what request bodies may be. Multipart only where files are uploaded
+(`POST /v1/files`, `POST /v1/uploads/{id}/parts`, which stream it with their own limits in the
+files and uploads services); JSON everywhere else, any other Content-Type a 415 before anything
+is read, and capped at BATCHD_MAX_JSON_BODY_BYTES: a declared Content-Length over the cap is
+refused before anything is read, a chunked body is counted as it arrives. It runs after the front
+door (app/http/front_door.py), so only a caller with a key gets this far with a body."""
 
 from __future__ import annotations
 
+import re
+
 from starlette.exceptions import HTTPException
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.core.anthropic_api import anthropic_error, is_anthropic_route
-from app.core.errors import PayloadTooLarge
+from app.core.errors import ApiError, PayloadTooLarge, UnsupportedMediaType
+from app.http.error_handlers import error_response
+
+UPLOAD_ROUTE = re.compile(r"/v1/(files|uploads/[^/]+/parts)/?")
+# The one method whose bodies batchd's routes read; another method's body is never read (its
+# route, if any, answers as it would without one: a 405 stays a 405).
+BODY_METHODS = frozenset({"POST"})
+
+
+def takes_multipart(method: str, path: str) -> bool:
+    return method == "POST" and UPLOAD_ROUTE.fullmatch(path) is not None
+
+
+def has_body(headers: dict[bytes, bytes]) -> bool:
+    length = headers.get(b"content-length", b"")
+    return b"transfer-encoding" in headers or (length.isdigit() and int(length) > 0)
+
+
+def is_json(content_type: bytes) -> bool:
+    media = content_type.split(b";", 1)[0].strip().lower()
+    return media == b"application/json" or (media.startswith(b"application/") and media.endswith(b"+json"))
 
 
 def _too_large(limit: int) -> str:
     return f"Request body too large: the maximum for a JSON request body is {limit} bytes."
+
+
+async def refuse(scope: Scope, receive: Receive, send: Send, error: Exception, *, close: bool = True) -> None:
+    """Answer `error` as the routes' handlers would, without reading the body; `close`: close the
+    connection after (a body was sent, and an unread body cannot be skipped cheaply)."""
+    response = await error_response(Request(scope), error)
+    if close:
+        response.headers["Connection"] = "close"
+    await response(scope, receive, send)
 
 
 class BodyLimitMiddleware:
@@ -25,19 +58,27 @@ class BodyLimitMiddleware:
         self.larger = larger or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        headers = dict(scope.get("headers") or []) if scope["type"] == "http" else {}
+        if not has_body(headers) or takes_multipart(scope["method"], scope["path"]):
             await self.app(scope, receive, send)
             return
-        headers = dict(scope.get("headers") or [])
-        if headers.get(b"content-type", b"").lower().startswith(b"multipart/form-data"):
-            await self.app(scope, receive, send)
+        content_type = headers.get(b"content-type", b"")
+        if scope["method"] in BODY_METHODS and not is_json(content_type):
+            given = content_type.decode("latin-1") or "none"
+            error: ApiError = UnsupportedMediaType(
+                f"Unsupported Content-Type '{given}': this route takes a JSON body "
+                "(Content-Type: application/json); multipart bodies only upload files "
+                "(POST /v1/files, POST /v1/uploads/{upload_id}/parts).",
+                code="unsupported_media_type",
+            )
+            await refuse(scope, receive, send, error)
             return
         max_bytes = self.max_bytes
-        if scope.get("method") == "POST":
-            max_bytes = self.larger.get(scope.get("path", "").rstrip("/"), max_bytes)
+        if scope["method"] == "POST":
+            max_bytes = self.larger.get(scope["path"].rstrip("/"), max_bytes)
         length = headers.get(b"content-length", b"")
         if length.isdigit() and int(length) > max_bytes:
-            await self._refuse(scope, receive, send, max_bytes)
+            await refuse(scope, receive, send, PayloadTooLarge(_too_large(max_bytes), code="request_too_large"))
             return
         received = 0
 
@@ -52,15 +93,10 @@ class BodyLimitMiddleware:
                     raise HTTPException(413, _too_large(max_bytes))
             return message
 
-        await self.app(scope, counted_receive, send)
+        async def send_closing_if_over(message: Message) -> None:
+            # The rest of a body over the cap is not drained either: the connection closes.
+            if message["type"] == "http.response.start" and received > max_bytes:
+                message["headers"] = [*message.get("headers", []), (b"connection", b"close")]
+            await send(message)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send, max_bytes: int) -> None:
-        from fastapi.responses import JSONResponse
-
-        error = PayloadTooLarge(_too_large(max_bytes), code="request_too_large")
-        envelope = (
-            anthropic_error(413, error.message) if is_anthropic_route(scope.get("path", "")) else error.envelope()
-        )
-        # Connection: close, since the unread body cannot be skipped cheaply.
-        response = JSONResponse(envelope, status_code=413, headers={"Connection": "close"})
-        await response(scope, receive, send)
+        await self.app(scope, counted_receive, send_closing_if_over)

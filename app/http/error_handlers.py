@@ -7,7 +7,7 @@ import logging
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -35,6 +35,16 @@ def _respond(request: Request, error: ApiError) -> JSONResponse:
         envelope = anthropic_error(error.status_code, error.message, request_id)
         return JSONResponse(envelope, status_code=error.status_code, headers=headers)
     return JSONResponse(error.envelope(), status_code=error.status_code, headers=headers)
+
+
+async def error_response(request: Request, exc: Exception) -> Response:
+    """The response the app's handlers below give `exc`, for a middleware that answers before
+    the request is routed (outside the exception middleware that would render it)."""
+    handlers = request.app.exception_handlers
+    for cls in type(exc).__mro__:
+        if cls in handlers:
+            return await handlers[cls](request, exc)
+    raise exc
 
 
 def _validation_error(exc: RequestValidationError) -> InvalidRequest:

@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import time
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from app.core.metrics import record_http_request
+from app.http.http_middleware import HttpMiddleware
 
 
-class HttpMetricsMiddleware:
+class HttpMetricsMiddleware(HttpMiddleware):
     """Counts requests and their latency by route template (`/v1/batches/{batch_id}`), never by
     raw path, so ids do not become label values; unknown paths share one label."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         status = 500
 

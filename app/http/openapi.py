@@ -37,10 +37,43 @@ def install_openapi(app: FastAPI) -> None:
                         "400",
                         {"description": "Invalid request", "content": {"application/json": {"schema": ENVELOPE_REF}}},
                     )
+                _document_unsupported_media_type(operation)
+            if "post" in path:
+                _document_idempotency_key(path["post"])
         app.openapi_schema = schema
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented override
+
+
+def _document_unsupported_media_type(operation: dict) -> None:
+    """A JSON body of another Content-Type is a 415 (app/http/body_limit.py), in the envelope of
+    the operation's other errors (Anthropic's on its routes)."""
+    if "application/json" not in operation.get("requestBody", {}).get("content", {}):
+        return
+    responses = operation.setdefault("responses", {})
+    envelope = responses.get("400", {}).get("content") or {"application/json": {"schema": ENVELOPE_REF}}
+    responses.setdefault("415", {"description": "The body is not JSON (Content-Type)", "content": envelope})
+
+
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "A repeat of this request with the same key (per project, for 24 hours) returns the first "
+    "response and does nothing again (app/services/idempotency.py).",
+    # Printable ASCII, no space at either end (HTTP would strip it).
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]([ -~]*[!-~])?$"},
+}
+
+
+def _document_idempotency_key(operation: dict) -> None:
+    """Every POST takes an Idempotency-Key (app/http/idempotency.py): its 409 when reused for
+    another request, in the envelope of the operation's other errors."""
+    operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY)
+    responses = operation.setdefault("responses", {})
+    envelope = responses.get("400", {}).get("content") or {"application/json": {"schema": ENVELOPE_REF}}
+    responses.setdefault("409", {"description": "Idempotency-Key reused for another request", "content": envelope})
 
 
 def _add_component(components: dict, model: type[BaseModel]) -> None:
@@ -98,8 +131,9 @@ _LINKS: dict[tuple[str, str], list[tuple[str, str, str | dict]]] = {
         ("get", "/v1/files/{file_id}", _ID),
         ("get", "/v1/files/{file_id}/content", _ID),
         ("delete", "/v1/files/{file_id}", _ID),
-        # A purpose=batch file is a batch's input file.
+        # A purpose=batch file is a batch's input file (and a quote's).
         ("post", "/v1/batches", _BATCH_FROM),
+        ("post", "/v1/batches/estimate", _BATCH_FROM),
     ],
     ("post", "/v1/uploads"): [
         ("post", "/v1/uploads/{upload_id}/parts", _ID),
@@ -114,8 +148,9 @@ _LINKS: dict[tuple[str, str], list[tuple[str, str, str | dict]]] = {
         ("get", "/v1/files/{file_id}", _FILE_ID),
         ("get", "/v1/files/{file_id}/content", _FILE_ID),
         ("delete", "/v1/files/{file_id}", _FILE_ID),
-        # A completed purpose=batch upload is a batch's input file.
+        # A completed purpose=batch upload is a batch's input file (and a quote's).
         ("post", "/v1/batches", {**_BATCH_FROM, "input_file_id": _FILE_ID}),
+        ("post", "/v1/batches/estimate", {**_BATCH_FROM, "input_file_id": _FILE_ID}),
     ],
     ("post", "/v1/batches"): [
         ("get", "/v1/batches/{batch_id}", _ID),
@@ -147,6 +182,15 @@ _LINKS: dict[tuple[str, str], list[tuple[str, str, str | dict]]] = {
         ("get", "/v1/messages/batches/{message_batch_id}", _ID),
         ("get", "/v1/messages/batches/{message_batch_id}/results", _ID),
         ("delete", "/v1/messages/batches/{message_batch_id}", _ID),
+    ],
+    ("post", "/v1/responses"): [
+        ("get", "/v1/responses/{response_id}", _ID),
+        ("post", "/v1/responses/{response_id}/cancel", _ID),
+        ("delete", "/v1/responses/{response_id}", _ID),
+    ],
+    ("post", "/v1/responses/{response_id}/cancel"): [
+        ("get", "/v1/responses/{response_id}", _ID),
+        ("delete", "/v1/responses/{response_id}", _ID),
     ],
     ("get", "/v1/models"): [("get", "/v1/models/{model_id}", "$response.body#/data/0/id")],
     ("post", "/v1/webhook_endpoints"): [

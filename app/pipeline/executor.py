@@ -13,11 +13,13 @@ from dataclasses import dataclass
 
 from app.core import metrics, tracing
 from app.core.ids import new_request_id
+from app.engine.errors import EngineUnavailableError
 from app.engine.protocol import LineRunner
-from app.engine.results import Usage
+from app.engine.results import LineResult, Usage
 from app.pipeline.fair_gate import FairGate, Grant, Ticket
-from app.pipeline.lines import InputLine, response_line
+from app.pipeline.lines import InputLine, error_line, response_line
 from app.scheduling.priority import batch_priority, tenant_body
+from app.scheduling.residency import LINE_URGENCY, Urgency
 
 log = logging.getLogger("batchd.executor")
 
@@ -83,19 +85,30 @@ class LineExecutor:
         body = tenant_body(line.body, self.tenant_priority_allowed)
         self._in_flight[task] = request_id
         started = metrics.line_started(model)
+        # What the engines weigh when they load a model on demand (app.scheduling.residency).
+        LINE_URGENCY.set(Urgency(relaxed=not grant.ahead, deadline=self.ticket.deadline or float("inf")))
         try:
             with tracing.line_span(line.line_no, line.custom_id, line.url):
-                result = await self.engine.execute(
+                result: LineResult | EngineUnavailableError = await self.engine.execute(
                     line.url, body, request_id, batch_priority(grant.ahead, grant.behind)
                 )
+        except EngineUnavailableError as exc:
+            # The engine is no longer restarted, so no later run would fare better: the line
+            # fails. (An engine that died within its restart budget is restarted inside
+            # execute, and the line runs again there.)
+            result = exc
         finally:
             metrics.line_ended(model, line.url, started)
             self._in_flight.pop(task, None)
             gate.release(grant)
-        metrics.record_line(model, line.url, result.status_code == 200, result.usage)
-        record = response_line(line.custom_id, result.status_code, request_id, result.body)
+        if isinstance(result, EngineUnavailableError):
+            ok, usage, record = False, Usage(), error_line(line.custom_id, result.code, str(result))
+        else:
+            ok, usage = result.status_code == 200, result.usage
+            record = response_line(line.custom_id, result.status_code, request_id, result.body)
+        metrics.record_line(model, line.url, ok, usage)
         named = model if isinstance(model, str) else None
-        await on_outcome(LineOutcome(line.line_no, result.status_code == 200, record, result.usage, named))
+        await on_outcome(LineOutcome(line.line_no, ok, record, usage, named))
 
     async def run(
         self,

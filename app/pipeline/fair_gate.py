@@ -31,7 +31,7 @@ class Ticket:
 
     project: str = ""
     batch_id: str = ""
-    deadline: float = 0.0  # the batch's expires_at
+    deadline: float = 0.0  # the batch's deadline (its due_at when set, else its expires_at)
 
 
 @dataclass(frozen=True)

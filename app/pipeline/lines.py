@@ -1,16 +1,16 @@
-"""The batch line contract, written once: the one JSON loader and the one envelope parser of an
-input line (its `custom_id`, `method`, `url` and `body`, with OpenAI's error codes,
-app/core/line_errors.py), the endpoint normalised here and carried on the parsed line; and the
-output/error lines (the OpenAI batch output format). The server's validation, the shard run and
-`batchd run-batch` all read lines through `parse_line`, so a line is refused alike by each."""
+"""The batch line contract, written once: the one envelope parser of an input line (its
+`custom_id`, `method`, `url` and `body`, with OpenAI's error codes, app/core/line_errors.py), the
+endpoint normalised here and carried on the parsed line; the output/error lines (the OpenAI batch
+output format) and the one reader of them (`ResultLine`). The server's validation, the shard run
+and `batchd run-batch` all read input lines through `parse_line`, so a line is refused alike by
+each; results, retry, Message Batch results and run-batch's resume and retry read result lines
+through `ResultLine.read`."""
 
 from __future__ import annotations
 
-import json
 import random
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
 
@@ -18,7 +18,7 @@ import orjson
 
 from app.core import jsonbody
 from app.core.endpoints import ALL_ENDPOINTS, normalize_endpoint
-from app.core.line_errors import LineErrorCode
+from app.core.line_errors import LineErrorCode, batch_error
 
 EXPIRED_MESSAGE = "This request could not be executed before the completion window expired."
 CANCELLED_MESSAGE = "This request was not executed because the batch was cancelled."
@@ -57,36 +57,12 @@ class BadLine:
 
     def batch_error(self) -> dict:
         """The batch's `errors.data[]` entry (the server's validation)."""
-        return {"code": self.code, "message": self.message, "param": self.param, "line": self.line_no}
+        return batch_error(self.code, self.message, line=self.line_no, param=self.param)
 
     def error_record(self) -> dict:
         """The error line `batchd run-batch` writes for it (its line number in the message: an
         error line has no field for it)."""
         return error_line(self.custom_id, self.code, f"Line {self.line_no}: {self.message}")
-
-
-# orjson reads an integer of 2**63 or more below zero, or of 2**64 or more, as a float: a line
-# holding a number of 19 digits or more is read again by the stdlib, which keeps it exact.
-_LONG_NUMBER = re.compile(rb"\d{19}")
-
-
-def load_line(raw: bytes) -> Any:
-    """The one JSON loader of batch lines. orjson decides what is JSON (NaN, Infinity and lone
-    surrogates are not; stdlib json was a tenth of an upstream replica's CPU per line in W8); a
-    line that may hold an integer too long for it is read again by the stdlib. Raises ValueError."""
-    value = orjson.loads(raw)
-    return json.loads(raw) if _LONG_NUMBER.search(raw) else value
-
-
-# Bytes that hold no digit as "0"s, each digit as "9": a run of 19 digits is a run of 19 "9"s
-# (one C pass where the regex would be a tenth of a bulk check's time).
-_DIGITS_AS_NINES = bytes(0x39 if 0x30 <= b <= 0x39 else 0x30 for b in range(256))
-_LONG_RUN = b"9" * 19
-
-
-def _may_hold_long_number(data: bytes) -> bool:
-    """`_LONG_NUMBER.search(data) is not None`, at C speed."""
-    return _LONG_RUN in data.translate(_DIGITS_AS_NINES)
 
 
 def _missing(line_no: int, name: str, custom_id: str | int | None) -> BadLine:
@@ -109,7 +85,7 @@ def parse_line(line_no: int, raw: bytes, endpoint: str | None = None) -> InputLi
     if not raw.strip():
         return None
     try:
-        request = load_line(raw)
+        request = jsonbody.loads(raw)
     except ValueError:  # orjson's JSONDecodeError is a ValueError; so is a bad UTF-8 byte
         return BadLine(line_no, LineErrorCode.INVALID_JSON_LINE, NOT_JSON_MESSAGE)
     if not isinstance(request, dict):
@@ -152,8 +128,8 @@ def parse_clean_lines(lines: Sequence[bytes], endpoint: str, block: bytes) -> Cl
     InputLine for `endpoint`, else None (then ask parse_line line by line: it alone says why a
     line is refused). `block` holds the lines (the long-integer check runs on it once). Checks
     go column by column in C (map, set), so a clean line costs about its JSON parse; a blank
-    line, or one that may hold a long integer (load_line reads it twice), gets None too."""
-    if not lines or _may_hold_long_number(block):
+    line, or one that may hold a long integer (jsonbody.loads reads it twice), gets None too."""
+    if not lines or jsonbody.may_hold_long_integer(block):
         return None
     try:
         requests: list[Any] = []
@@ -184,7 +160,7 @@ def parse_input_line(line_no: int, raw: bytes, endpoint: str | None = None) -> I
 def custom_id_of(raw: bytes) -> str | int | None:
     """The custom_id an input line gives, if any (for the error line of a line never run)."""
     try:
-        value = load_line(raw)
+        value = jsonbody.loads(raw)
     except ValueError:
         return None
     custom_id = value.get("custom_id") if isinstance(value, dict) else None
@@ -214,3 +190,71 @@ def dumps(record: dict) -> str:
     """Compact UTF-8 JSON (orjson: stdlib json was a quarter of the front-end's time when
     writing embedding lines; integers beyond 64 bits fall back to the stdlib)."""
     return jsonbody.dumps(record)
+
+
+@dataclass(frozen=True)
+class ResultLine:
+    """One line of an output or error file, read back: a response (`status_code`, `body`,
+    `request_id`) or, for a line that never ran or did not finish, `error` ({code, message})."""
+
+    custom_id: str | int | None
+    status_code: int | None
+    body: Any
+    request_id: str | None
+    error: dict[str, Any] | None
+
+    @classmethod
+    def read(cls, raw: bytes) -> ResultLine:
+        """Raises ValueError when `raw` is not a result line (not a JSON object with a custom_id)."""
+        return cls.of(jsonbody.loads(raw))
+
+    @classmethod
+    def of(cls, record: Any) -> ResultLine:
+        if not isinstance(record, dict) or "custom_id" not in record:
+            raise ValueError("not a result line (no custom_id)")
+        response = record.get("response")
+        response = response if isinstance(response, dict) else {}
+        error = record.get("error")
+        return cls(
+            record["custom_id"],
+            response.get("status_code"),
+            response.get("body"),
+            response.get("request_id"),
+            error if isinstance(error, dict) else None,
+        )
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None or self.status_code != 200
+
+    @property
+    def code(self) -> str | None:
+        """The failure's code: `error.code` of a line that never ran, else the failed response's
+        `body.error.code` (its `type` when it has no code); None for a success."""
+        error = self.error
+        if error is None and self.status_code != 200 and isinstance(self.body, dict):
+            error = self.body.get("error")
+        if not isinstance(error, dict) or not self.failed:
+            return None
+        code = error.get("code") if error.get("code") is not None else error.get("type")
+        return None if code is None else str(code)
+
+
+@dataclass
+class LineIds:
+    """Which lines a result file holds (run-batch's resume: written; its retry: failed): their
+    custom_ids, and how many had none. A line without one (an input line that was not JSON, or
+    gave no custom_id) gets its error line the moment it is read, in input order, so those are
+    the first `anonymous` such lines of the input."""
+
+    custom_ids: set[str] = field(default_factory=set)
+    anonymous: int = 0
+
+    def add(self, custom_id: str | int | None) -> None:
+        if custom_id is None:
+            self.anonymous += 1
+        else:
+            self.custom_ids.add(str(custom_id))
+
+    def __len__(self) -> int:
+        return len(self.custom_ids) + self.anonymous

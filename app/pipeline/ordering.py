@@ -2,7 +2,8 @@
 whose batch has no prefix-ordered copy (one shard's worth of lines, or shards cut before
 ordered copies existed). Each buffer runs in the order of app/pipeline/prefix_order.py's keys,
 the order a whole batch gets; the output file is keyed by custom_id, so execution order is free;
-memory stays bounded by the buffer, not the file."""
+memory stays bounded by the buffer, not the file. Lines naming a LoRA adapter and lines naming its
+base (one batch, one engine) are grouped by model first, so each model's lines reach the engine together."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ REORDER_BYTES = 64 * 1024 * 1024
 async def grouped_by_prefix(
     lines: AsyncIterator[InputLine], max_lines: int = REORDER_LINES, max_bytes: int = REORDER_BYTES
 ) -> AsyncIterator[InputLine]:
-    buffer: list[tuple[int, InputLine]] = []
+    buffer: list[tuple[tuple[str, int], InputLine]] = []
     size = 0
 
     def drain() -> list[InputLine]:
@@ -33,7 +34,7 @@ async def grouped_by_prefix(
 
     async for line in lines:
         key, prompt_bytes = key_and_size(line.body)
-        buffer.append((key, line))
+        buffer.append(((str(line.body.get("model") or ""), key), line))
         size += prompt_bytes
         if len(buffer) >= max_lines or size >= max_bytes:
             size = 0

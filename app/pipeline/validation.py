@@ -11,19 +11,21 @@ one path that words an error, so a refused file gets the same errors either way.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from itertools import repeat
 
 import numpy as np
 
-from app.core.line_errors import LineErrorCode
+from app.core.line_errors import LineErrorCode, batch_error
 from app.engine.protocol import LineChecker
 from app.pipeline.id_set import CustomIdSet
 from app.pipeline.jsonl import LineBlock, LineSplitter
 from app.pipeline.lines import BadLine, parse_clean_lines, parse_line
+from app.pipeline.output_tokens import generates, requested_cap
 from app.pipeline.prefix_order import PrefixOrder
+from app.pipeline.read_ahead import read_ahead
 from app.pipeline.shards import ShardCutter
 
 
@@ -39,6 +41,12 @@ class ValidationResult:
     tokens_by_model: dict[str, int] = field(default_factory=dict)
     # Every valid line's place in the prefix order, when asked for one (else None).
     order: PrefixOrder | None = None
+    # Counted with the tokens, for a batch's output bound: the output tokens the lines of a
+    # generating endpoint cap themselves at, and the lines that set no cap with their prompt
+    # tokens (the model's context length bounds those).
+    capped_output_tokens: int = 0
+    uncapped_lines: int = 0
+    uncapped_prompt_tokens: int = 0
 
 
 # Lines whose prompt tokens are counted in one call (the tokenizer encodes them as one batch).
@@ -76,33 +84,9 @@ def _check(validator: _Validator, splitter: LineSplitter, chunk: bytes | None) -
 READ_AHEAD_CHUNKS = 3
 
 
-class _ReadAhead:
-    """Chunks of `chunks` in order, up to `ahead` of them read before they are asked for."""
-
-    def __init__(self, chunks: AsyncIterator[bytes], ahead: int) -> None:
-        self._queue: asyncio.Queue[bytes | BaseException | None] = asyncio.Queue(ahead)
-        self._filling = asyncio.ensure_future(self._fill(chunks))
-
-    async def _fill(self, chunks: AsyncIterator[bytes]) -> None:
-        try:
-            async for chunk in chunks:
-                await self._queue.put(chunk)
-        except Exception as exc:  # noqa: BLE001 - raised where the chunk is asked for
-            await self._queue.put(exc)
-            return
-        await self._queue.put(None)
-
-    async def next(self) -> bytes | None:
-        """The next chunk; None at the end. A failed read raises here, in its turn."""
-        item = await self._queue.get()
-        if isinstance(item, BaseException):
-            raise item
-        return item
-
-    async def close(self) -> None:
-        self._filling.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await self._filling
+async def _as_read(chunk: bytes) -> bytes:
+    """A chunk is read by pulling it from the stream: nothing more to read."""
+    return chunk
 
 
 def _offsets(block: LineBlock, lines: int) -> np.ndarray:
@@ -111,12 +95,10 @@ def _offsets(block: LineBlock, lines: int) -> np.ndarray:
     return block.first_offset + np.concatenate(([0], newlines[: lines - 1] + 1))
 
 
-def _error(code: str, message: str, line: int | None, param: str | None = None) -> dict:
-    return {"code": code, "message": message, "param": param, "line": line}
-
-
 def _missing(name: str, line: int) -> dict:
-    return _error(LineErrorCode.MISSING_REQUIRED_PARAMETER, f"Missing required parameter: '{name}'.", line, name)
+    return batch_error(
+        LineErrorCode.MISSING_REQUIRED_PARAMETER, f"Missing required parameter: '{name}'.", line=line, param=name
+    )
 
 
 class _Validator:
@@ -131,8 +113,10 @@ class _Validator:
         count_tokens: bool,
         per_request: bool,
         order: PrefixOrder | None,
+        adapter_bases: Mapping[str, str],
     ) -> None:
         self.endpoint = endpoint
+        self.adapter_bases = adapter_bases
         self.checker = checker
         self.max_lines = max_lines
         self.max_errors = max_errors
@@ -172,7 +156,7 @@ class _Validator:
         except TypeError:  # a model that is a list or an object
             return False
         model = models.pop() if len(models) == 1 else None
-        if not isinstance(model, str) or model == "" or result.model not in (None, model):
+        if not isinstance(model, str) or model == "" or not self._same_model(model):
             return False
         # Last, as it adds the ids: a chunk that fails on goes line by line against the ids before it.
         if not self.checker.lines_pass(self.endpoint, model, clean.bodies) or not self.custom_ids.add_all(
@@ -182,7 +166,7 @@ class _Validator:
         offsets = _offsets(block, len(lines))
         self.cutter.add_run(block.first_line_no, offsets)
         result.total += len(lines)
-        result.model = model
+        result.model = result.model or model
         if self.counting:
             self.valid_bodies.extend(clean.bodies)
         if result.order is not None:
@@ -200,7 +184,7 @@ class _Validator:
             result.total += 1
             if result.total > self.max_lines:
                 message = f"The batch input file contains more than the maximum of {self.max_lines} requests."
-                result.errors.append(_error(LineErrorCode.TOO_MANY_TASKS, message, line_no))
+                result.errors.append(batch_error(LineErrorCode.TOO_MANY_TASKS, message, line=line_no))
                 return False
             error = self.check(line_no, offset, raw)
             if error is not None:
@@ -217,11 +201,11 @@ class _Validator:
             return line.batch_error()
         custom_id = line.custom_id
         if not self.custom_ids.add(custom_id):
-            return _error(
+            return batch_error(
                 LineErrorCode.DUPLICATE_CUSTOM_ID,
                 f"The custom_id '{custom_id}' appears more than once in this batch; custom_ids must be unique.",
-                line_no,
-                "custom_id",
+                line=line_no,
+                param="custom_id",
             )
         error = self._check_body(line_no, line.body)
         if error is None and self.result.order is not None:
@@ -240,17 +224,17 @@ class _Validator:
             return _missing("body.model", line_no)
         if self.result.model is None:
             self.result.model = model
-        elif model != self.result.model:
-            return _error(
+        elif not self._same_model(model):
+            return batch_error(
                 LineErrorCode.MODEL_MISMATCH,
                 f"All requests in a batch must use the same model; this line uses '{model}' but the "
                 f"batch uses '{self.result.model}'.",
-                line_no,
-                "body.model",
+                line=line_no,
+                param="body.model",
             )
         problem = self.checker.validate_line(self.endpoint, body)
         if problem is not None:
-            return _error(problem.code, problem.message, line_no, problem.param)
+            return batch_error(problem.code, problem.message, line=line_no, param=problem.param)
         if self.counting:
             self.valid_bodies.append(body)
         return None
@@ -267,9 +251,34 @@ class _Validator:
             by_model.setdefault(str(body["model"]), []).append(body)
         for model, group in by_model.items():
             for start in range(0, len(group), TOKEN_CHUNK):
-                tokens = sum(await self.checker.count_prompt_tokens(self.endpoint, group[start : start + TOKEN_CHUNK]))
+                chunk = group[start : start + TOKEN_CHUNK]
+                counts = await self.checker.count_prompt_tokens(self.endpoint, chunk)
+                tokens = sum(counts)
                 self.result.prompt_tokens = (self.result.prompt_tokens or 0) + tokens
                 self.result.tokens_by_model[model] = self.result.tokens_by_model.get(model, 0) + tokens
+                if generates(self.endpoint):
+                    self._bound_output(chunk, counts)
+
+    def _same_model(self, model: object) -> bool:
+        """Whether a line naming ``model`` belongs in this batch: the batch's model, or (LoRA
+        adapters) a model on the same base, which one engine serves."""
+        batch_model = self.result.model
+        if batch_model is None or model == batch_model:
+            return True
+        if not isinstance(model, str):
+            return False
+        bases = self.adapter_bases
+        return bases.get(model, model) == bases.get(batch_model, batch_model)
+
+    def _bound_output(self, bodies: list[dict], prompt_tokens: list[int]) -> None:
+        result = self.result
+        for body, tokens in zip(bodies, prompt_tokens, strict=True):
+            cap = requested_cap(self.endpoint, body)
+            if cap is None:
+                result.uncapped_lines += 1
+                result.uncapped_prompt_tokens += tokens
+            else:
+                result.capped_output_tokens += cap
 
     def _note_runnable_model(self, body: dict) -> None:
         """The batch's model (its engine window and admission gate) is the first one a line
@@ -294,12 +303,14 @@ async def validate_input_file(
     count_tokens: bool = False,
     per_request: bool = False,
     order: PrefixOrder | None = None,
+    adapter_bases: Mapping[str, str] | None = None,
 ) -> ValidationResult:
     """Check every line of the streamed file; on the way, cut it into shards of `shard_lines`
     requests, each starting at the byte offset of its first request line, and with
     `count_tokens` count the prompt tokens of the lines, TOKEN_CHUNK lines a tokenizer call.
     With `per_request` (Anthropic's rule) a line's body is not checked here: it fails alone when it runs.
-    With `order`, the file is spooled into it and every valid line gets its place in the prefix order."""
+    With `order`, the file is spooled into it and every valid line gets its place in the prefix order.
+    `adapter_bases` (LoRA adapter -> its base) lets lines name a base model and its adapters."""
     validator = _Validator(
         endpoint,
         checker,
@@ -309,21 +320,19 @@ async def validate_input_file(
         count_tokens=count_tokens,
         per_request=per_request,
         order=order,
+        adapter_bases=adapter_bases or {},
     )
     splitter = LineSplitter()
     # The next chunks are read (from S3, say) while a thread checks this one.
-    reading = _ReadAhead(chunks, READ_AHEAD_CHUNKS)
-    try:
-        while (chunk := await reading.next()) is not None:
+    async with aclosing(read_ahead(chunks, _as_read, READ_AHEAD_CHUNKS)) as reading:
+        async for chunk, _ in reading:
             if not await _feed(validator, splitter, chunk):
                 break
         else:  # read to the end: the last line, when it has no newline
             await _feed(validator, splitter, None)
-    finally:  # reads left in flight by an early stop: cancelled, and their outcome taken
-        await reading.close()
     result = validator.result
     if result.total == 0:
-        result.errors.append(_error(LineErrorCode.EMPTY_FILE, "The batch input file is empty.", None))
+        result.errors.append(batch_error(LineErrorCode.EMPTY_FILE, "The batch input file is empty."))
     if per_request and result.model is None:
         result.model = validator.fallback_model or "unknown"
     return result

@@ -11,40 +11,26 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.core.config import Settings
 from app.engine.config.catalog import resolve_model_specs
 from app.engine.config.specs import ModelSpec
 from app.engine.errors import ModelConfigError
 from app.engine.protocol import Engines
+from app.engine.supervision import RestartPolicy
 from app.pipeline.executor import LineExecutor, LineOutcome
 from app.pipeline.jsonl import split_lines
-from app.pipeline.lines import InputLine, dumps, parse_line
+from app.pipeline.lines import InputLine, LineIds, dumps, parse_line
 from app.pipeline.prefix_order import in_prefix_order
+from app.runbatch.options import RunBatchOptions, RunBatchRefused, check_locations, check_options
 from app.runbatch.progress import Progress
-from app.runbatch.resume import Finished, finished_lines
-from app.runbatch.retry_failed import Failed, failed_lines
+from app.runbatch.resume import finished_lines
+from app.runbatch.retry_failed import failed_lines
 from app.runbatch.sinks import LineSink
-from app.runbatch.sources import count_lines, input_chunks, is_url
+from app.runbatch.sources import count_lines, input_chunks
 
 log = logging.getLogger("batchd.run_batch")
-
-
-@dataclass
-class RunBatchOptions:
-    input: str
-    output: str
-    model: str
-    served_model_name: str | None = None
-    error_file: str | None = None
-    output_tmp_dir: str | None = None
-    resume: bool = False
-    retry_failed: str | None = None  # an earlier run's output (or error file): run only its failed lines
-    config: Path | None = None
-    data_dir: Path = Path("./data")
-    # dtype, max_model_len, kv_cache_gib, max_num_seqs, engine_args (as in the config file)
-    engine_options: dict = field(default_factory=dict)
 
 
 def model_spec(options: RunBatchOptions) -> ModelSpec:
@@ -58,7 +44,7 @@ def model_spec(options: RunBatchOptions) -> ModelSpec:
 
 
 async def _lines_to_run(
-    options: RunBatchOptions, skip: Finished, retry: Failed | None, errors: LineSink, progress: Progress
+    options: RunBatchOptions, skip: LineIds, retry: LineIds | None, errors: LineSink, progress: Progress
 ) -> AsyncIterator[tuple[bytes, InputLine]]:
     anonymous = 0  # input lines so far that gave no custom_id
     found: set[str] = set()
@@ -102,7 +88,7 @@ async def run_batch(options: RunBatchOptions, registry: Engines) -> Progress:
     errors = (
         LineSink(options.error_file, options.output_tmp_dir, append=options.resume) if options.error_file else output
     )
-    skip = Finished()
+    skip = LineIds()
     if options.resume:
         for sink in {id(output): output, id(errors): errors}.values():
             if sink.path is not None:  # stdout holds nothing to resume from
@@ -131,32 +117,23 @@ async def run_batch(options: RunBatchOptions, registry: Engines) -> Progress:
     return progress
 
 
-def check_options(options: RunBatchOptions) -> None:
-    """Refuse options that cannot work together (ValueError), before any engine starts."""
-    if options.resume and options.output == "-":
-        raise ValueError("--resume needs an output file or URL, not stdout")
-    if options.retry_failed is not None:
-        if _same_location(options.retry_failed, options.output):
-            raise ValueError("--retry-failed reads the earlier output: write the new one elsewhere (-o)")
-        if options.retry_failed == "-" and options.input == "-":
-            raise ValueError("-i and --retry-failed cannot both read stdin")
-
-
-def _same_location(source: str, target: str) -> bool:
-    """Whether reading `source` and writing `target` name one file (`-` is stdin, then stdout)."""
-    if source == "-" or target == "-":
-        return False
-    if is_url(source) or is_url(target):  # a presigned GET and PUT of one object differ in their query
-        return source.split("?", 1)[0] == target.split("?", 1)[0]
-    return Path(source).resolve() == Path(target).resolve()
-
-
 async def main(options: RunBatchOptions) -> Progress:
+    """Check the options and locations (RunBatchRefused), then start the model and run."""
+    try:
+        check_options(options)
+        spec = model_spec(options)
+    except ValueError as error:  # ModelConfigError too: the --model or --config given
+        raise RunBatchRefused(str(error)) from error
+    await check_locations(options)
+
     from app.engine.local.registry import EngineRegistry  # imports vLLM
 
-    check_options(options)
-    registry = EngineRegistry()
-    await registry.start([model_spec(options)])
+    # A dead engine is restarted within BATCHD_ENGINE_MAX_RESTARTS and its lines run again.
+    registry = EngineRegistry(RestartPolicy.from_settings(Settings()))
+    try:
+        await registry.start([spec])
+    except ModelConfigError as error:  # e.g. an --engine-arg vLLM has no option for
+        raise RunBatchRefused(str(error)) from error
     try:
         return await run_batch(options, registry)
     finally:

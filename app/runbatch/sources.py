@@ -34,8 +34,25 @@ async def input_chunks(location: str) -> AsyncIterator[bytes]:
             fh.close()
 
 
+async def open_input(location: str) -> None:
+    """Open `location` and close it again: raises what reading it would (OSError, httpx.HTTPError)."""
+    if location == "-":
+        return
+    if is_url(location):
+        async with _client() as client:
+            response = await http_retry(lambda: _open_stream(client, location))
+            await response.aclose()
+    else:
+        fh = await asyncio.to_thread(open, location, "rb")
+        fh.close()
+
+
+def _client() -> httpx.AsyncClient:
+    return httpx.AsyncClient(timeout=httpx.Timeout(60, connect=10), follow_redirects=True)
+
+
 async def _http_chunks(url: str) -> AsyncIterator[bytes]:
-    async with httpx.AsyncClient(timeout=httpx.Timeout(60, connect=10), follow_redirects=True) as client:
+    async with _client() as client:
         # Only opening the stream is retried: once bytes flowed, a retry would repeat lines.
         response = await http_retry(lambda: _open_stream(client, url))
         try:

@@ -15,6 +15,8 @@ class BatchProgress:
     status: str
     completion_window: str
     created_at: int
+    # The deadline the scheduler works to: the batch's `due_at` when it has one (a background
+    # response's lane), else its `expires_at` (the hard expiry).
     expires_at: int
     in_progress_at: int | None
     total: int
@@ -33,7 +35,7 @@ class Claimable:
     batch_id: str
     project: str
     model: str | None
-    expires_at: int
+    expires_at: int  # the deadline that orders its work, as BatchProgress.expires_at
     seq: int
     resumed: bool
 

@@ -24,10 +24,17 @@ class ProjectCreateParams(BaseModel):
     name: Name
 
 
+RetentionDays = Annotated[int, Field(ge=1, le=36_500)]
+
+
 class ProjectUpdateParams(BaseModel):
+    """A new display name; batchd's `retention_days` (extra_body): the project's files and batch
+    outputs are deleted that many days after they were made, null turns it off (absent: kept)."""
+
     model_config = ConfigDict(extra="allow")
 
     name: Name | None = None
+    retention_days: RetentionDays | None = None
 
 
 class ProjectObject(BaseModel):
@@ -37,6 +44,8 @@ class ProjectObject(BaseModel):
     created_at: int
     archived_at: int | None
     status: Literal["active", "archived"]
+    # batchd's: days after which the project's files and batch outputs are deleted (None: never).
+    retention_days: int | None = None
 
 
 # -- service accounts and keys ----------------------------------------------------------------

@@ -11,7 +11,7 @@ from app.core.config import Settings
 from app.core.endpoints import OPENAI_BATCH_ENDPOINTS, normalize_endpoint
 from app.core.statuses import BatchStatus
 from app.db.models import Batch
-from app.schemas.common import LiteralOf
+from app.schemas.common import MAX_EXPIRY_SECONDS, MIN_EXPIRY_SECONDS, LiteralOf
 
 
 class BatchCreateRequest(BaseModel):
@@ -36,7 +36,7 @@ def _canonical_endpoint(value: Any) -> Any:
 
 class OutputExpiresAfter(BaseModel):
     anchor: Literal["created_at"]
-    seconds: int = Field(ge=3600, le=2_592_000)
+    seconds: int = Field(ge=MIN_EXPIRY_SECONDS, le=MAX_EXPIRY_SECONDS)
 
 
 class BatchCreateParams(BaseModel):
@@ -160,6 +160,42 @@ class BatchObject(BaseModel):
         )
 
 
+class BatchEstimateCost(BaseModel):
+    """The price of the input tokens and of the output bound at the model's prices, less its
+    batch discount (as the Costs API prices usage)."""
+
+    input: float
+    output: float
+    total: float
+    currency: str
+
+
+class BatchEstimate(BaseModel):
+    """`POST /v1/batches/estimate` (batchd's): what a batch of this body would hold, cost and
+    when it would finish, with nothing created. When the file has line errors, `errors` holds
+    them as a failed batch's would, and the counts are null. Times are unix seconds, null when
+    no rate is known."""
+
+    object: Literal["batch.estimate"] = "batch.estimate"
+    input_file_id: str
+    endpoint: str
+    completion_window: str
+    model: str | None
+    lines: int | None
+    input_tokens: int | None
+    # Each line's own max_tokens (or its endpoint's name for it), else the model's context
+    # length less its prompt; null when a line sets none and the context length is not configured.
+    max_output_tokens: int | None
+    cost: BatchEstimateCost | None  # null when the model has no pricing
+    lines_per_second: float | None  # the rate the projection used
+    projected_start_at: int | None
+    projected_finish_at: int | None
+    expires_at: int
+    feasible: bool | None  # would finish before expires_at
+    at_risk: bool | None  # would finish in the last tenth of its window, as the scheduler counts it
+    errors: BatchErrors | None
+
+
 class BatchDeleted(BaseModel):
     """`DELETE /v1/batches/{batch_id}` (batchd's), shaped as OpenAI's `file.deleted`."""
 
@@ -191,7 +227,7 @@ class BatchRetryParams(BaseModel):
 class BatchListQuery:
     """batchd's filters of `GET /v1/batches` as the request gave them (the service checks them).
     `status` may repeat and each may list several, comma-separated; `metadata` holds the
-    `metadata[key]=value` pairs; `metadata_without_key` a bare `metadata=` (refused)."""
+    `metadata[key]=value` pairs; `metadata_without_key` a bare `metadata=` (refused, as is an empty key)."""
 
     status: list[str] = field(default_factory=list)
     metadata: list[tuple[str, str]] = field(default_factory=list)
@@ -227,7 +263,12 @@ BATCH_LIST_FILTERS_OPENAPI: dict[str, Any] = {
             "description": "Only batches whose metadata has each of these pairs: metadata[key]=value.",
             "style": "deepObject",
             "explode": True,
-            "schema": {"type": "object", "maxProperties": 16, "additionalProperties": {"type": "string"}},
+            "schema": {
+                "type": "object",
+                "maxProperties": 16,
+                "propertyNames": {"minLength": 1},
+                "additionalProperties": {"type": "string"},
+            },
         },
     ]
 }

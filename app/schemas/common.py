@@ -11,6 +11,11 @@ from pydantic_core import CoreSchema, core_schema
 
 from app.core.errors import ErrorResponse, invalid_request_from
 
+# OpenAI's bounds of an expiry in seconds (a file's or an upload's `expires_after`, a batch's
+# `output_expires_after`): an hour to 30 days. A batch's input and output files default to the most.
+MIN_EXPIRY_SECONDS = 3600
+MAX_EXPIRY_SECONDS = 30 * 24 * 3600
+
 T = TypeVar("T")
 
 

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from app.core.purposes import UPLOAD_PURPOSES
-from app.schemas.common import multipart_openapi
+from app.schemas.common import MAX_EXPIRY_SECONDS, MIN_EXPIRY_SECONDS, multipart_openapi
 
 
 class FileObject(BaseModel):
@@ -49,7 +49,7 @@ FILE_UPLOAD_OPENAPI = multipart_openapi(
         "file": {"type": "string", "format": "binary"},
         "purpose": {"type": "string", "enum": list(UPLOAD_PURPOSES)},
         "expires_after[anchor]": {"type": "string", "enum": ["created_at"]},
-        "expires_after[seconds]": {"type": "integer", "minimum": 3600, "maximum": 2592000},
+        "expires_after[seconds]": {"type": "integer", "minimum": MIN_EXPIRY_SECONDS, "maximum": MAX_EXPIRY_SECONDS},
     },
     # The file part's filename becomes the File's name; a purpose=batch file's must end in .jsonl.
     encoding={

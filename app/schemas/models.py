@@ -16,8 +16,12 @@ class Model(BaseModel):
     object: Literal["model"] = "model"
     created: int
     owned_by: str
+    # A LoRA adapter's base model (as `vllm serve` lists adapters); null for a model.
+    parent: str | None = None
     # batchd's additions (read-only; the dashboard's models page shows them).
     engine_state: Annotated[str, LiteralOf(EngineState)]
+    # True while its engine is loaded and takes lines (false while it waits to be loaded on demand).
+    loaded: bool
     lines_in_flight: int
     lines_waiting: int
     max_lines_in_flight: int

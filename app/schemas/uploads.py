@@ -12,11 +12,8 @@ from app.core.config import Settings
 from app.core.purposes import UPLOAD_PURPOSES
 from app.core.statuses import UploadStatus
 from app.db.models import File, Upload
-from app.schemas.common import LiteralOf, multipart_openapi
+from app.schemas.common import MAX_EXPIRY_SECONDS, MIN_EXPIRY_SECONDS, LiteralOf, multipart_openapi
 from app.schemas.files import FileObject
-
-MIN_FILE_EXPIRY_SECONDS = 3600
-MAX_FILE_EXPIRY_SECONDS = 2_592_000
 
 
 def _not_bool(value):
@@ -33,7 +30,7 @@ class UploadExpiresAfter(BaseModel):
     """Expiry of the File the upload becomes (the upload itself always expires after an hour)."""
 
     anchor: Literal["created_at"]
-    seconds: Integer = Field(ge=MIN_FILE_EXPIRY_SECONDS, le=MAX_FILE_EXPIRY_SECONDS)
+    seconds: Integer = Field(ge=MIN_EXPIRY_SECONDS, le=MAX_EXPIRY_SECONDS)
 
 
 class UploadCreateRequest(BaseModel):

@@ -101,7 +101,7 @@ class EventTypeList(BaseModel):
 
 # The bodies as the services enforce them (after their own checks, which word the common
 # mistakes), and as /openapi.json states them. Whether a URL's host may receive webhooks (it must
-# resolve to a public address unless BATCHD_WEBHOOK_ALLOW_HOSTS lists it) depends on DNS, which no
+# resolve to a public address unless BATCHD_OUTBOUND_ALLOW lists it) depends on DNS, which no
 # schema states: that is a 400 the documents describe in words.
 Url = Annotated[
     str,

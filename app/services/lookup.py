@@ -42,5 +42,7 @@ async def get_or_404(repo: Repository[Row], project: str, object_id: str, resour
 FILE = Resource("File object", "id")
 BATCH = Resource("Batch object", "batch_id", "batch_not_found")
 MESSAGE_BATCH = Resource("Message Batch", "message_batch_id")
+RESPONSE = Resource("response", "response_id")
+SINGLE_REQUEST = Resource("single request")
 UPLOAD = Resource("Upload object", "upload_id")
 WEBHOOK_ENDPOINT = Resource("webhook endpoint")

@@ -13,6 +13,7 @@ from typing import Any
 
 from app.core.config import Settings
 from app.core.errors import NotFound
+from app.core.line_errors import LineErrorCode
 from app.core.statuses import EngineState
 from app.core.worker_port import GateLoad, WorkerPort
 from app.db.engine import Database
@@ -23,7 +24,7 @@ PUBLISH_SECONDS = 5.0
 # A replica that has not published for this long has stopped (or lost the database).
 STALE_AFTER_SECONDS = 3 * PUBLISH_SECONDS
 # Best first: a model served by several replicas is as ready as the readiest of them.
-STATE_RANK = (EngineState.READY, EngineState.STARTING, EngineState.DEAD, EngineState.STOPPED)
+STATE_RANK = (EngineState.READY, EngineState.STARTING, EngineState.UNLOADED, EngineState.DEAD, EngineState.STOPPED)
 LOAD_FIELDS = ("lines_in_flight", "lines_waiting", "max_lines_in_flight")
 
 
@@ -37,16 +38,24 @@ def model_entries(registry: Engines | None, worker: WorkerPort | None) -> list[d
         load = worker.gate_load(card["id"]) if worker is not None else None
         if load is None:
             load = GateLoad(0, 0, registry.suggested_concurrency(card["id"]))
+        state = registry.engine_state(card["id"])
         entries.append(
             {
                 **card,
-                "engine_state": registry.engine_state(card["id"]),
+                "engine_state": state,
+                "loaded": loaded(state),
                 "lines_in_flight": load.in_flight,
                 "lines_waiting": load.waiting,
                 "max_lines_in_flight": load.capacity,
             }
         )
     return entries
+
+
+def loaded(state: str) -> bool:
+    """Whether a model in ``state`` has its engine loaded and taking lines: false while a model
+    served on demand (``--max-resident-engines``, ``load: on-demand``) waits for one or loads it."""
+    return state == EngineState.READY
 
 
 async def published_entries(db: Database) -> list[dict[str, Any]]:
@@ -69,6 +78,7 @@ async def published_entries(db: Database) -> list[dict[str, Any]]:
         )
         entry["created"] = min(entry["created"], row.created)
         entry["engine_state"] = min(entry["engine_state"], row.engine_state, key=STATE_RANK.index)
+        entry["loaded"] = loaded(entry["engine_state"])
         for field in LOAD_FIELDS:
             entry[field] += getattr(row, field)
     return list(merged.values())
@@ -90,4 +100,6 @@ async def find_entry(
         if entry["id"] == model_id:
             return entry
     # OpenAI's wording for an unknown model.
-    raise NotFound(f"The model `{model_id}` does not exist or you do not have access to it.", code="model_not_found")
+    raise NotFound(
+        f"The model `{model_id}` does not exist or you do not have access to it.", code=LineErrorCode.MODEL_NOT_FOUND
+    )

@@ -12,7 +12,7 @@ from app.db.engine import Database
 from app.db.repositories.queue import QueueRepository
 from app.scheduling.fair_share import BatchOutlook, average_rates, outlook
 from app.schemas.queue import ProjectQueue, Queue, QueuedBatch
-from app.services.projects import list_projects
+from app.services.organization.projects import list_projects
 
 
 def _batch(entry: BatchOutlook) -> QueuedBatch:

@@ -4,7 +4,8 @@ Services never commit; the request's session dependency does, then runs these ho
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -24,3 +25,21 @@ async def run_hooks(session: AsyncSession, kind: str) -> None:
     session.info.pop("on_rollback" if kind == "after_commit" else "after_commit", None)
     for hook in hooks:
         await hook()
+
+
+@asynccontextmanager
+async def unit_of_work(
+    sessions: Callable[[], AbstractAsyncContextManager[AsyncSession]],
+) -> AsyncIterator[AsyncSession]:
+    """A session committed when the block ends, its after-commit hooks (blob deletes) run then;
+    on an error rolled back, its on-rollback hooks (a blob just written is removed) run, and the
+    error raised again."""
+    async with sessions() as session:
+        try:
+            yield session
+            await session.commit()
+        except BaseException:
+            await session.rollback()
+            await run_hooks(session, "on_rollback")
+            raise
+        await run_hooks(session, "after_commit")

@@ -2,7 +2,8 @@
 
 Bytes are written to a temp file inside the store (same filesystem, so the final rename is
 atomic), fsynced, renamed into place, and the directory fsynced so the rename survives a crash.
-Paths derive only from server-generated ids (hashed), never from client filenames.
+Paths derive only from server-generated ids (hashed), never from client filenames. Directories are
+owner-only (0700) and blobs 0600 from their first byte (app/core/private_files.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from app.core.private_files import create_private_file, private_dir
 from app.storage.base import READ_CHUNK_BYTES, BlobWriter
 
 TEMP_DIR = "tmp"
@@ -31,7 +33,7 @@ class LocalBlobWriter:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fh = open(path, "wb")  # noqa: SIM115 - closed in _finish()/discard()
+        self._fh = os.fdopen(create_private_file(path), "wb")  # closed in _finish()/discard()
         self._sha = hashlib.sha256()
         self.size = 0
 
@@ -65,8 +67,8 @@ class LocalBlobWriter:
 class LocalBlobStore:
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
-        (self.root / TEMP_DIR).mkdir(parents=True, exist_ok=True)
-        (self.root / FILES_DIR).mkdir(parents=True, exist_ok=True)
+        for directory in (self.root, self.root / TEMP_DIR, self.root / FILES_DIR):
+            private_dir(directory)
 
     def _path(self, project: str, file_id: str) -> Path:
         return self._named(self.blob_name(project, file_id))
@@ -118,7 +120,7 @@ class LocalBlobStore:
     @staticmethod
     def _commit_sync(writer: LocalBlobWriter, final: Path) -> None:
         writer._finish()
-        final.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(final.parent)
         os.replace(writer.path, final)
         dir_fd = os.open(final.parent, os.O_RDONLY)
         try:

@@ -7,6 +7,9 @@ completes, which gives the same all-or-nothing commit as the local store's renam
 or failed write aborts its multipart upload, so nothing is left in the bucket. A blob smaller
 than one part goes up in a single PUT at commit. Reads come in READ_CHUNK_BYTES pieces.
 
+Server-side encryption (BATCHD_S3_SSE) is asked for on every request that makes an object: a PUT,
+the creation of a multipart upload (its parts follow it) and the copy of a temp object.
+
 Keys derive from server-made ids only: <prefix>/files/<project digest>/<file id>. A writer
 opened without its file's id (the id is chosen later) uploads under <prefix>/tmp/ and is copied
 to its key at commit: that costs a server-side copy, so callers that know the id pass it.
@@ -95,7 +98,9 @@ class S3BlobWriter:
         s3 = await self.store.client()
         if self._upload_id is None:
             self._upload_key = self.key or self.store.temp_key()
-            reply = await s3.create_multipart_upload(Bucket=self.store.bucket, Key=self._upload_key)
+            reply = await s3.create_multipart_upload(
+                Bucket=self.store.bucket, Key=self._upload_key, **self.store.encryption
+            )
             self._upload_id = reply["UploadId"]
         body, number = bytes(self._buffer), self._next_part
         self._buffer.clear()
@@ -124,7 +129,7 @@ class S3BlobWriter:
         s3 = await self.store.client()
         bucket = self.store.bucket
         if self._upload_id is None:
-            await s3.put_object(Bucket=bucket, Key=final_key, Body=bytes(self._buffer))
+            await s3.put_object(Bucket=bucket, Key=final_key, Body=bytes(self._buffer), **self.store.encryption)
             self._buffer.clear()
             return
         if self._buffer:
@@ -139,7 +144,10 @@ class S3BlobWriter:
         if self._upload_key != final_key:
             try:
                 await s3.copy_object(
-                    Bucket=bucket, Key=final_key, CopySource={"Bucket": bucket, "Key": self._upload_key}
+                    Bucket=bucket,
+                    Key=final_key,
+                    CopySource={"Bucket": bucket, "Key": self._upload_key},
+                    **self.store.encryption,
                 )
             finally:
                 await s3.delete_object(Bucket=bucket, Key=self._upload_key)
@@ -172,11 +180,13 @@ class S3BlobWriter:
 
 
 class S3BlobStore:
-    """Blobs in one bucket under one key prefix; credentials and region from the AWS chain."""
+    """Blobs in one bucket under one key prefix; credentials and region from the AWS chain.
+    `encryption`: the server-side encryption parameters of every write (Settings.s3_encryption)."""
 
-    def __init__(self, url: str, endpoint_url: str | None = None) -> None:
+    def __init__(self, url: str, endpoint_url: str | None = None, *, encryption: dict[str, str] | None = None) -> None:
         self.bucket, self.prefix = parse_s3_url(url)
         self.endpoint_url = endpoint_url or None
+        self.encryption = dict(encryption or {})
         self._stack: AsyncExitStack | None = None
         self._client = None
         self._lock = asyncio.Lock()

@@ -12,6 +12,8 @@ from app.core import tracing
 from app.core.faults import fault_point
 from app.core.statuses import (
     BATCH_API_ANTHROPIC,
+    BATCH_API_FLEX,
+    BATCH_API_RESPONSE,
     EXPIRABLE_BATCH_STATUSES,
     TERMINAL_BATCH_STATUSES,
     BatchStatus,
@@ -20,13 +22,14 @@ from app.core.statuses import (
 from app.db.models import Batch
 from app.db.repositories.batches import BatchRepository, Claim
 from app.db.repositories.shards import ShardRepository
+from app.engine.protocol import adapter_bases
 from app.pipeline.prefix_order import PrefixOrder
 from app.pipeline.shards import cut_shards
 from app.pipeline.validation import ValidationResult, validate_input_file
-from app.services.model_permissions import checker_for
-from app.services.rate_limits import daily_limits
-from app.services.token_limits import enqueue_tokens, enqueued_token_limit
-from app.services.webhook_outbox import enqueue_batch_event
+from app.services.limits.model_permissions import checker_for
+from app.services.limits.rate_limits import daily_limits
+from app.services.limits.token_limits import enqueue_tokens, enqueued_token_limit
+from app.services.webhooks.outbox import enqueue_batch_event
 from app.worker.context import WorkerContext
 from app.worker.finalize import finalize
 from app.worker.leases import holding_lease
@@ -126,6 +129,7 @@ class BatchRun:
                 count_tokens=count_tokens,
                 per_request=anthropic,
                 order=order,
+                adapter_bases=adapter_bases(self.ctx.registry),
             )
             ordered_input, spans = None, result.shards.spans() if result.shards else []
             # A spool that failed (a full disk) costs the order, not the batch; lines that share
@@ -151,15 +155,21 @@ class BatchRun:
                 )
                 result.errors = [over] if over else []
             if result.errors:
-                if await BatchRepository(session).transition(
+                failed = await BatchRepository(session).transition(
                     self.claim,
                     (BatchStatus.VALIDATING,),
                     status=BatchStatus.FAILED,
                     failed_at=now,
                     errors=result.errors,
                     model=result.model,
-                ):
-                    await enqueue_batch_event(session, batch.id, batch.project, WebhookEventType.BATCH_FAILED)
+                )
+                # A background response sends response.failed, no batch.* event; a flex request's
+                # caller gets its answer from the call, no webhook.
+                if failed and batch.api != BATCH_API_FLEX:
+                    event = WebhookEventType.BATCH_FAILED
+                    if batch.api == BATCH_API_RESPONSE:
+                        event = WebhookEventType.RESPONSE_FAILED
+                    await enqueue_batch_event(session, batch.id, batch.project, event)
             elif await BatchRepository(session).transition(
                 self.claim,
                 (BatchStatus.VALIDATING,),

@@ -17,17 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 
+from app.core.chunk_format import encode, new_blob_id
 from app.db.engine import Database
 from app.db.repositories.batches import BatchRepository, LineRow
 from app.db.repositories.shards import ShardClaim, ShardRepository
 from app.db.repositories.usage import UsageKey
-from app.pipeline.chunk_lines import encode
 from app.pipeline.executor import LineOutcome
 from app.pipeline.lines import dumps
 from app.storage.base import BlobStore
-from app.worker.chunks import BLOB_PREFIX
 
 FLUSH_ROWS = 1024
 FLUSH_BYTES = 4 * 1024 * 1024
@@ -113,7 +111,7 @@ class Checkpoint:
                 async with self.db.write() as session:
                     await ShardRepository(session).mark_done(self.claim, done_at)
                 return True
-            blob_id = f"{BLOB_PREFIX}{uuid.uuid4().hex}"
+            blob_id = new_blob_id()
             try:
                 writer = self.store.new_writer(self.project, blob_id)
                 writer.write(encode(rows))

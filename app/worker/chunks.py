@@ -1,26 +1,23 @@
-"""The checkpoint chunk: finished lines of one shard, stored together as one blob (its lines'
-format: app/pipeline/chunk_lines.py); the chunk's database row lists the line numbers it counts,
+"""The checkpoint chunk: finished lines of one shard, stored together as one blob (its
+format: app/core/chunk_format.py); the chunk's database row lists the line numbers it counts,
 so every line is in the output once."""
 
 from __future__ import annotations
 
 import asyncio
-from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from contextlib import aclosing
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple
 
 import numpy as np
 
+from app.core.chunk_format import decode, decode_columns, unpack_line_nos
 from app.db.engine import Database
 from app.db.models import BatchChunk
-from app.db.repositories.chunks import ChunkRepository, unpack_line_nos
-from app.pipeline.chunk_lines import chunk_bytes, decode, decode_columns
+from app.db.repositories.chunks import ChunkRepository
+from app.pipeline.chunk_blobs import chunk_bytes
+from app.pipeline.read_ahead import read_ahead
 from app.storage.base import BlobStore
-
-# One chunk blob per checkpoint write (FLUSH_ROWS lines or a second's worth): few blobs, and a
-# shard's chunks (at most shard_lines lines) are read into memory together at finalize.
-BLOB_PREFIX = "chunk-"
 
 
 class FinishedLine(NamedTuple):
@@ -110,32 +107,6 @@ def _lines_one_by_one(blobs: Sequence[tuple[bytes, Sequence[int]]]) -> list[Fini
 # (a round trip on S3, ~1 ms of botocore's CPU and a wait for the store), so reading them one
 # after another would set finalize's pace; a shard's lines are ~0.3 MB in W9.
 READ_AHEAD_SHARDS = 8
-
-T = TypeVar("T")
-R = TypeVar("R")
-
-
-async def read_ahead(
-    items: AsyncIterator[T], read: Callable[[T], Awaitable[R]], ahead: int
-) -> AsyncGenerator[tuple[T, R], None]:
-    """(item, await read(item)) for every item, in the items' order, with the reads of up to
-    `ahead` later items started before their turn (so at most ahead + 1 reads at once, and as
-    many results held). Reads still going when the caller stops are cancelled."""
-    pending: deque[tuple[T, asyncio.Future[R]]] = deque()
-    try:
-        async for item in items:
-            pending.append((item, asyncio.ensure_future(read(item))))
-            if len(pending) > ahead:
-                first, task = pending.popleft()
-                yield first, await task
-        while pending:
-            first, task = pending.popleft()
-            yield first, await task
-    finally:
-        for _, task in pending:
-            task.cancel()
-        if pending:  # their outcomes taken, so a failed read is not reported as never retrieved
-            await asyncio.gather(*(task for _, task in pending), return_exceptions=True)
 
 
 async def finished_shards(

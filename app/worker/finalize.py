@@ -9,7 +9,7 @@ the batch id, so a finalize retried after a crash overwrites its own blobs inste
 orphans; the files and the status land in one transaction.
 
 The chunks stay (until the batch is deleted or its results expire), with one more for the lines
-that never ran: the results endpoint (app/services/batch_results.py) reads them before and after
+that never ran: the results endpoint (app/services/batches/results.py) reads them before and after
 the end alike, so a cursor taken while the batch ran goes on after it, and together they hold
 what the files do."""
 
@@ -17,36 +17,43 @@ from __future__ import annotations
 
 import hashlib
 import time
-import uuid
 from array import array
 from collections.abc import Iterable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
+from app.core.chunk_format import NEVER_RAN_SHARD, encode_line, new_blob_id, pack_line_nos
 from app.core.faults import fault_point
+from app.core.line_errors import LineErrorCode
+from app.core.metrics import SINGLE_REQUEST_SECONDS
 from app.core.purposes import OUTPUT_PURPOSE
-from app.core.statuses import EXPIRABLE_BATCH_STATUSES, BatchStatus, WebhookEventType
+from app.core.statuses import (
+    BATCH_API_FLEX,
+    BATCH_API_RESPONSE,
+    EXPIRABLE_BATCH_STATUSES,
+    SINGLE_REQUEST_APIS,
+    BatchStatus,
+    WebhookEventType,
+)
 from app.db.models import Batch, BatchShard, File
 from app.db.repositories.batches import BatchRepository, Claim
-from app.db.repositories.chunks import ChunkRepository, pack_line_nos
+from app.db.repositories.chunks import ChunkRepository
 from app.db.repositories.files import FileRepository
 from app.db.repositories.shards import ShardRepository
-from app.pipeline.chunk_lines import encode_line
 from app.pipeline.jsonl import split_lines
 from app.pipeline.lines import CANCELLED_MESSAGE, EXPIRED_MESSAGE, custom_id_of, dumps, error_line
-from app.services.batch_results import OUTPUT_TTL_SECONDS
-from app.services.webhook_outbox import enqueue_batch_event
+from app.schemas.common import MAX_EXPIRY_SECONDS
+from app.services.responses.events import ending_event
+from app.services.webhooks.outbox import enqueue_batch_event
 from app.storage.base import BlobWriter
-from app.worker.chunks import BLOB_PREFIX, NO_LINES, FinishedLine, ShardLines, finished_shards
+from app.worker.chunks import NO_LINES, FinishedLine, ShardLines, finished_shards
 from app.worker.context import WorkerContext
 
-# The shard number of the chunk of the lines that never ran (written once the batch has ended)
-NEVER_RAN_SHARD = -1
 # terminal status -> (statuses it may come from, code and message for lines that never ran)
 ENDINGS: dict[BatchStatus, tuple[tuple[BatchStatus, ...], str, str]] = {
-    BatchStatus.COMPLETED: ((BatchStatus.FINALIZING,), "request_timeout", "The request did not finish."),
-    BatchStatus.CANCELLED: ((BatchStatus.CANCELLING,), "batch_cancelled", CANCELLED_MESSAGE),
-    BatchStatus.EXPIRED: (EXPIRABLE_BATCH_STATUSES, "batch_expired", EXPIRED_MESSAGE),
+    BatchStatus.COMPLETED: ((BatchStatus.FINALIZING,), LineErrorCode.REQUEST_TIMEOUT, "The request did not finish."),
+    BatchStatus.CANCELLED: ((BatchStatus.CANCELLING,), LineErrorCode.BATCH_CANCELLED, CANCELLED_MESSAGE),
+    BatchStatus.EXPIRED: (EXPIRABLE_BATCH_STATUSES, LineErrorCode.BATCH_EXPIRED, EXPIRED_MESSAGE),
 }
 
 
@@ -70,7 +77,7 @@ class _Assembled:
 
 async def _assemble(ctx: WorkerContext, batch: Batch, code: str, message: str) -> _Assembled:
     # Named up front: on S3 each file streams straight to its final key (no copy at commit).
-    never_ran_blob = f"{BLOB_PREFIX}{uuid.uuid4().hex}"
+    never_ran_blob = new_blob_id()
     out = _Assembled(
         ctx.store.new_writer(batch.project, result_file_id(batch.id, "output")),
         ctx.store.new_writer(batch.project, result_file_id(batch.id, "error")),
@@ -145,7 +152,7 @@ async def _commit_file(ctx: WorkerContext, batch: Batch, writer: BlobWriter, kin
         purpose=OUTPUT_PURPOSE,
         bytes=writer.size,
         created_at=now,
-        expires_at=now + (batch.output_expires_after or OUTPUT_TTL_SECONDS),
+        expires_at=now + (batch.output_expires_after or MAX_EXPIRY_SECONDS),
         status="processed",
         sha256=writer.sha256,
     )
@@ -173,6 +180,9 @@ async def finalize(ctx: WorkerContext, claim: Claim, batch: Batch, ending: Batch
             await assembled.never_ran.discard()
     await fault_point("finalizing", ctx.data_dir)
     by_kind = {f.filename.rsplit("_", 1)[1].removesuffix(".jsonl"): f.id for f in files}
+    event = WebhookEventType.of_ending(ending)
+    if batch.api == BATCH_API_RESPONSE:  # a background response sends response.*, no batch.* event
+        event = await ending_event(ctx.store, batch, ending, by_kind.get("output"), by_kind.get("error"))
     async with ctx.db.write() as session:
         moved = await BatchRepository(session).transition(
             claim,
@@ -187,7 +197,10 @@ async def finalize(ctx: WorkerContext, claim: Claim, batch: Batch, ending: Batch
             ordered_input=None,  # the shards' copy is done with (deleted below)
         )
         if moved:
-            await enqueue_batch_event(session, batch.id, batch.project, WebhookEventType.of_ending(ending))
+            if batch.api != BATCH_API_FLEX:  # a flex request's caller has its answer: no webhook
+                await enqueue_batch_event(session, batch.id, batch.project, event)
+            if batch.api in SINGLE_REQUEST_APIS:  # the short-deadline lane's latency, per lane
+                SINGLE_REQUEST_SECONDS.labels(batch.api, ending).observe(max(0, now - batch.created_at))
             file_repo = FileRepository(session)
             for file in files:
                 await file_repo.add(file)

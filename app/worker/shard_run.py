@@ -25,7 +25,7 @@ from app.pipeline.fair_gate import Ticket
 from app.pipeline.jsonl import split_lines
 from app.pipeline.lines import InputLine, parse_input_line
 from app.pipeline.ordering import GROUPED_ENDPOINTS, grouped_by_prefix
-from app.services.model_permissions import runner_for
+from app.services.limits.model_permissions import runner_for
 from app.worker.checkpoint import Checkpoint
 from app.worker.context import WorkerContext
 from app.worker.leases import holding_lease
@@ -123,7 +123,7 @@ class ShardRun:
         assert model is not None, "validation names a running batch's model"
         usage = UsageKey(batch.project, model, batch.id, usage_kind(batch.endpoint), batch.api_key_id)
         checkpoint = Checkpoint(self.ctx.db, self.ctx.store, batch.project, self.claim, usage, set(done))
-        ticket = Ticket(batch.project, batch.id, float(batch.expires_at))
+        ticket = Ticket(batch.project, batch.id, float(batch.deadline))
         # A Message Batch's requests are checked as they run (an OpenAI batch's lines were at validation).
         engine: LineRunner = self.ctx.registry
         if batch.api == BATCH_API_ANTHROPIC:

@@ -11,12 +11,12 @@ from typing import Any
 import openai
 
 from bench.engine import ENGINE_ENV
-from bench.measure import TreeRss
 from bench.outputs import scan_results
 from bench.result import SystemRun
 from bench.systems.base import RunSpec
 from harness.client import openai_client
 from harness.poll import wait_for_batch
+from harness.rss import TreeRss
 from harness.server import ServerProcess
 
 

@@ -8,7 +8,9 @@ from bench.workloads.db_size import DbSize
 from bench.workloads.load import Load
 from bench.workloads.side_by_side_workloads import SIDE_BY_SIDE
 from bench.workloads.w5_upstream import W5Upstream
-from bench.workloads.w6_tenancy import W6Tenancy
+from bench.workloads.w6 import W6Tenancy
+from bench.workloads.w6.lanes_workload import W6Lanes
+from bench.workloads.w6.quote_workload import W6Quote
 from bench.workloads.w7_shared_fleet import W7SharedFleet
 from bench.workloads.w8_frontend import W8Frontend
 from bench.workloads.w8_layers import W8Layers
@@ -18,6 +20,8 @@ _ALL: tuple[Workload, ...] = (
     *SIDE_BY_SIDE.values(),
     W5Upstream(),
     W6Tenancy(),
+    W6Quote(),
+    W6Lanes(),
     W7SharedFleet(),
     W8Frontend(),
     W8Layers(),

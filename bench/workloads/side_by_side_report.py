@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import compare
-from bench.report import Document, Report, plt
+from bench.report import Document, Report, checks_table, plt
 from bench.systems import SYSTEMS
 from bench.workloads.side_by_side_run import WorkloadResult
 
@@ -44,7 +44,7 @@ def build_data(result: WorkloadResult) -> dict[str, Any]:
             for name in result.runs[0][1]
         },
         "runs": runs,
-        "targets": [t.to_dict() for t in compare.targets(workload.id, [s for _, s in result.runs])],
+        "checks": [t.to_dict() for t in compare.targets(workload.id, [s for _, s in result.runs])],
     }
     if len(result.runs) > 1:
         small, large = result.runs[0][1], result.runs[-1][1]
@@ -59,7 +59,7 @@ def markdown(report: Document) -> str:
         parts.append(f"## {run['label']}\n\n{_run_table(run)}")
     if "rss_growth" in report:
         parts.append("## Memory growth\n\n" + _growth_table(report))
-    parts.append("## Targets\n\n" + _targets_table(report["targets"]))
+    parts.append("## Targets\n\n" + _targets_table(report["checks"]))
     parts.append(
         "## How each system is measured\n\n"
         + "\n".join(
@@ -197,13 +197,7 @@ def _growth_table(report: dict) -> str:
 def _targets_table(targets: list[dict]) -> str:
     if not targets:
         return "No batchd system ran."
-    rows = ["| system | check | value | target | result |", "|---|---|---|---|---|"]
-    for t in targets:
-        verdict = {True: "PASS", False: "FAIL", None: "n/a"}[t["passed"]]
-        rows.append(
-            f"| {t['system']} | {t['check']} | {_x(t['value'])} | {t['direction']} {t['threshold']}× | {verdict} |"
-        )
-    return "\n".join(rows)
+    return "\n".join(checks_table(targets))
 
 
 def _f(value, fmt: str) -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from bench.measure import cpu_seconds
-from bench.report import Document, Report
+from bench.report import Check, Document, Report, checks_table
 from bench.workload import Context, parse_params
 from harness import postgres
 from harness.client import openai_client
@@ -40,6 +40,7 @@ KEY = "bench-key"
 # Far beyond a run at the fleet's capacity; a bound so that a stuck batch ends the run.
 BATCH_TIMEOUT_S = 3600
 LINES = 20_000
+CAPACITY_GOAL = 0.95  # lines/s while running, over the fleet's capacity
 
 
 @dataclass
@@ -216,7 +217,15 @@ def render(doc: Document) -> str:
             f"| {1000 * r['fleet_cpu_s'] / max(1, r['fleet_requests']):.2f} "
             f"| {r['loadavg_before'][0]:.1f} / {r['loadavg_after'][0]:.1f} |"
         )
+    out += ["", *checks_table(doc["checks"])]
     return "\n".join(out)
+
+
+def capacity_check(r: dict) -> Check:
+    """A scenario's lines/s while running, over its fleet's capacity."""
+    return Check.at_least(
+        f"{r['scenario']}: lines/s while running over the fleet's capacity", r["run_x_capacity"], CAPACITY_GOAL
+    )
 
 
 @dataclass(frozen=True)
@@ -238,4 +247,5 @@ class W5Upstream:
             runs.append(run(SCENARIOS[name], context.scaled(LINES), context.work_dir).to_dict())
             context.log(json.dumps(runs[-1]))
         failed = any(not r["status"].startswith("completed") for r in runs)
-        return Report(self.id, self.slug, self.title, {"runs": runs}, render, failed=failed)
+        data = {"runs": runs, "checks": [capacity_check(r).to_dict() for r in runs]}
+        return Report(self.id, self.slug, self.title, data, render, failed=failed)

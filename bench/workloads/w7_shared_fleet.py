@@ -39,10 +39,11 @@ import httpx
 import openai
 
 from app.engine.config.tiny_chat import build_tiny_chat_model
-from bench.report import Document, Report
+from bench.report import Check, Document, Report, checks_table
 from bench.workload import Context, parse_params, rotated
 from harness.client import openai_client
 from harness.fake_fleet import upstream_config
+from harness.health import ADMIN_ENV, health_details
 from harness.poll import wait_for_batch, wait_until
 from harness.server import ServerProcess
 from harness.vllm_serve import VllmServer
@@ -219,22 +220,20 @@ def data(phases: list[Phase], setup: Setup) -> dict[str, Any]:
     alone, batch_alone, on, off = pooled(phases)
     p95_ratio = (on.percentile(0.95) or 0) / (off.percentile(0.95) or 1)
     share = on.batch_rate / batch_alone.batch_rate if batch_alone.batch_rate else 0.0
-    goals = {
-        "online_p95_on_over_off": round(p95_ratio, 3),
-        "p95_goal_met": p95_ratio <= 0.5,
-        "batch_rate_on_over_batch_alone": round(share, 3),
-        "throughput_goal_met": share >= 0.5,
-    }
+    checks = [
+        Check.at_most("online p95 with priority on / off", round(p95_ratio, 3), 0.5),
+        Check.at_least("batch lines/s with priority on and online traffic / batch alone", round(share, 3), 0.5),
+    ]
     return {
         "settings": {**asdict(setup), "online_max_tokens": ONLINE_TOKENS, "batch_lines": BATCH_LINES},
         "pooled": [p.summary() for p in (alone, batch_alone, on, off)],
         "phases": [p.summary() for p in phases],
-        "goals": goals,
+        "checks": [c.to_dict() for c in checks],
     }
 
 
 def render(doc: Document) -> str:
-    setup, goals = doc["settings"], doc["goals"]
+    setup = doc["settings"]
     alone_rate = doc["pooled"][1]["batch_lines_per_s"]
     rows = [
         "| phase | online requests | online p50 s | online p95 s | batch lines/s | x batch alone |",
@@ -258,11 +257,7 @@ def render(doc: Document) -> str:
             "",
             *rows,
             "",
-            f"- Online p95 with priority on / off: **{goals['online_p95_on_over_off']}** "
-            f"(goal <= 0.5: {'met' if goals['p95_goal_met'] else 'not met'}).",
-            f"- Batch lines/s with priority on and online traffic / batch alone: "
-            f"**{goals['batch_rate_on_over_batch_alone']}** "
-            f"(goal >= 0.5: {'met' if goals['throughput_goal_met'] else 'not met'}).",
+            *checks_table(doc["checks"]),
         ]
     )
 
@@ -296,7 +291,9 @@ def measure(context: Context, setup: Setup) -> list[Phase]:
     config = upstream_config(
         work / "models.json", {"batch-prio": {**block, "priority": True}, "batch-plain": dict(block)}
     )
-    server = ServerProcess(work / "batchd", env={"BATCHD_API_KEYS": KEY}, models=True, args=["--config", str(config)])
+    server = ServerProcess(
+        work / "batchd", env={"BATCHD_API_KEYS": KEY, **ADMIN_ENV}, models=True, args=["--config", str(config)]
+    )
     server.data_dir.mkdir(parents=True, exist_ok=True)
     phases: list[Phase] = []
     try:
@@ -316,7 +313,7 @@ def measure(context: Context, setup: Setup) -> list[Phase]:
             for name in rotated(["priority on", "priority off"], r):
                 model = "batch-prio" if name == "priority on" else "batch-plain"
                 phases.append(run_phase(f"{name} #{r + 1}", vllm, client, files[model], rate, seconds, running))
-        health = httpx.get(f"http://127.0.0.1:{server.port}/health", timeout=10).json()
+        health = health_details(server)
         context.log("batchd /health: " + json.dumps(health))
     finally:
         server.stop()

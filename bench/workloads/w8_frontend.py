@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 from bench.compare import median_same_round_ratio, same_round_ratios
 from bench.measure import cpu_seconds
 from bench.proc import run_logged
-from bench.report import Document, Report
+from bench.report import Check, Document, Report, checks_table
 from bench.stages import Recording
 from bench.workload import Context, parse_params, rotated
 from harness.client import openai_client
@@ -247,6 +247,27 @@ def summary(runs: list[Run], kinds: list[str]) -> dict[str, Any]:
     return out
 
 
+def checks(summarized: dict[str, Any]) -> list[Check]:
+    """Per kind: batchd's lines/s against the bare client's, and its CPU per line."""
+    out = []
+    for kind, s in summarized.items():
+        times_bare: float = s["ratio_lines_per_s"] or 0.0
+        cpu: float = s["batchd"]["cpu_ms_per_line"]
+        least, most = GOALS["ratio"], GOALS["cpu_ms"][kind]
+        out += [
+            Check.at_least(
+                f"{kind}: batchd lines/s over the bare client's",
+                round(times_bare, 3),
+                least,
+                value=f"{times_bare:.2f}x",
+            ),
+            Check.at_most(
+                f"{kind}: batchd CPU per line", round(cpu, 4), most, goal=f"<= {most} ms", value=f"{cpu:.3f} ms"
+            ),
+        ]
+    return out
+
+
 def _round3(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
@@ -272,14 +293,7 @@ def render(report: Document) -> str:
                 f"| {row['fleet_lines_per_s']:.0f} | {fleet_ratio if system == 'batchd' else '1'} "
                 f"| {row['cpu_ms_per_line']:.3f} |"
             )
-    out += ["", "## Goals", "", "| goal | result |", "|---|---|"]
-    for kind, s in report["summary"].items():
-        times_bare: float = s["ratio_lines_per_s"] or 0.0
-        cpu: float = s["batchd"]["cpu_ms_per_line"]
-        least = GOALS["ratio"]
-        out.append(f"| {kind}: batchd >= {least}x bare lines/s | {_verdict(times_bare >= least)}: {times_bare:.2f}x |")
-        goal = GOALS["cpu_ms"][kind]
-        out.append(f"| {kind}: batchd CPU <= {goal} ms/line | {_verdict(cpu <= goal)}: {cpu:.3f} ms |")
+    out += ["", "## Goals", "", *checks_table(report["checks"])]
     out += [
         "",
         "## Every run",
@@ -305,10 +319,6 @@ def render(report: Document) -> str:
 
 def _x(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
-
-
-def _verdict(ok: bool) -> str:
-    return "**pass**" if ok else "**fail**"
 
 
 @dataclass(frozen=True)
@@ -348,12 +358,14 @@ class W8Frontend:
         finally:
             bench.close()
             os.sched_setaffinity(0, before)
+        summarized = summary(runs, kinds)
         data = {
             "lines": lines,
             "rounds": context.rounds,
             "runs": [r.to_dict() for r in runs],
-            "summary": summary(runs, kinds),
+            "summary": summarized,
             "profiles": profiles,
+            "checks": [c.to_dict() for c in checks(summarized)],
         }
         failed = any(r.ok != r.lines for r in runs)
         return Report(self.id, self.slug, self.title, data, render, failed=failed)

@@ -1,26 +1,26 @@
 """OpenAI's Administration API as a platform team uses it: the official client's
-`client.admin.organization.*` methods against two replicas of a real `batchd serve` sharing one
-database (SQLite and Postgres), the second an --api-only replica. Batches run on a paced fake
-upstream, so an archive can catch one running."""
+`client.admin.organization.*` methods against two replicas of batchd's app in process sharing
+one database (SQLite and Postgres), the second an --api-only replica. Batches run on the fake
+engine (tests/support/fake_engine.py), whose `fake:hold` lines keep a batch running until an
+archive catches it."""
 
 from __future__ import annotations
 
 import time
 
-import httpx
 import openai
 import pytest
 
 from harness import db
-from harness.client import anthropic_client, openai_client
 from harness.poll import wait_until
-from harness.server import ServerProcess
+from tests.support.app_server import AppServer
 from tests.support.batches import CHAT_MODEL, chat_line, create, wait_for
-from tests.support.upstreams import paced_fleet
+from tests.support.fake_engine import FakeEngines
 
 ADMIN_KEY = "admin-bootstrap"
 TEAM_KEY = "key-team"  # a config key of an existing project, not an admin
-LINES = 2000  # ~10 s on the paced fleet: still running when the archive comes
+LINES = 40  # the first DONE_LINES of a batch complete, the rest hold: still running when the archive comes
+DONE_LINES = 10
 
 pytestmark = pytest.mark.parametrize("backend", ["sqlite", "postgres"], indirect=True, scope="session")
 
@@ -28,30 +28,26 @@ pytestmark = pytest.mark.parametrize("backend", ["sqlite", "postgres"], indirect
 class Org:
     """Two replicas (`a` runs batches, `b` serves the API only) and admin clients of each."""
 
-    def __init__(self, a: ServerProcess, b: ServerProcess) -> None:
+    def __init__(self, a: AppServer, b: AppServer) -> None:
         self.a, self.b = a, b
-        self.admin = openai_client(a.base_url, "unused", admin_api_key=ADMIN_KEY).admin.organization
-        self.admin_b = openai_client(b.base_url, "unused", admin_api_key=ADMIN_KEY).admin.organization
+        self.admin = a.client("unused", admin_api_key=ADMIN_KEY).admin.organization
+        self.admin_b = b.client("unused", admin_api_key=ADMIN_KEY).admin.organization
 
     def clients(self, key: str) -> list[openai.OpenAI]:
-        return [openai_client(s.base_url, key) for s in (self.a, self.b)]
+        return [s.client(key) for s in (self.a, self.b)]
 
 
 @pytest.fixture(scope="module")
 def org(backend, tmp_path_factory, database_factory):
-    fleet, config = paced_fleet(tmp_path_factory.mktemp("admin-upstream"), CHAT_MODEL)
     env = {
         "BATCHD_API_KEYS": f"{TEAM_KEY}=team-cli",
         "BATCHD_ADMIN_KEYS": ADMIN_KEY,
         "BATCHD_SECRET_KEY": "admin-api-test-secret",
     }
     data_dir, url = tmp_path_factory.mktemp("admin-api"), database_factory()
-    a = ServerProcess(data_dir, url, env=env, models=True, args=["--config", str(config)]).start(timeout=120)
-    b = ServerProcess(data_dir, url, env=env, models=True, args=["--api-only"]).start(timeout=120)
-    yield Org(a, b)
-    b.stop()
-    a.stop()
-    fleet.stop()
+    with AppServer(data_dir, url, env=env, engines=FakeEngines(served=(CHAT_MODEL,))) as a:
+        with AppServer(data_dir, url, env={**env, "BATCHD_API_ONLY": "true"}) as b:
+            yield Org(a, b)
 
 
 def _refused(client: openai.OpenAI) -> bool:
@@ -121,7 +117,7 @@ def test_keys_and_service_accounts_list_retrieve_and_revoke(org):
 def test_admin_api_keys_create_list_retrieve_delete(org):
     created = org.admin.admin_api_keys.create(name="platform-ci")
     assert created.object == "organization.admin_api_key" and created.value.startswith("bd-")
-    ci = openai_client(org.b.base_url, "unused", admin_api_key=created.value).admin.organization
+    ci = org.b.client("unused", admin_api_key=created.value).admin.organization
     assert ci.admin_api_keys.retrieve(created.id).name == "platform-ci"  # works at once, on the other replica
     second = ci.admin_api_keys.create(name="platform-ops")
     assert [k.id for k in org.admin.admin_api_keys.list(limit=1)][-2:] == [created.id, second.id]
@@ -138,9 +134,9 @@ def test_archiving_refuses_keys_within_a_second_and_cancels_running_batches(org)
     project = org.admin.projects.create(name="Team Archive")
     key = org.admin.projects.service_accounts.create(project.id, name="runner").api_key
     assert key is not None
-    client = openai_client(org.a.base_url, key.value)
-    queued = create(client, [chat_line(f"q-{n}") for n in range(LINES)])
-    running = create(client, [chat_line(f"r-{n}") for n in range(LINES)])
+    client = org.a.client(key.value)
+    queued = create(client, [_held_after_the_first(f"q-{n}", n) for n in range(LINES)])
+    running = create(client, [_held_after_the_first(f"r-{n}", n) for n in range(LINES)])
     wait_until(
         lambda: (
             client.batches.retrieve(running.id).request_counts.completed > 0
@@ -175,7 +171,7 @@ def test_archiving_refuses_keys_within_a_second_and_cancels_running_batches(org)
     # The lines already run are kept, and an admin key still reads the archived project's files.
     output_ids = [row[2] for row in rows if row[2]]
     assert output_ids, rows
-    admin_files = openai_client(org.b.base_url, ADMIN_KEY)
+    admin_files = org.b.client(ADMIN_KEY)
     text = admin_files.files.content(output_ids[0]).text
     assert text.count("\n") == sum(row[3] for row in rows if row[2] == output_ids[0]) > 0
     assert admin_files.files.retrieve(queued.input_file_id).id == queued.input_file_id
@@ -192,11 +188,15 @@ def test_archiving_refuses_keys_within_a_second_and_cancels_running_batches(org)
     assert [k.owner_project_access for k in keys] == ["inactive"]
 
 
+def _held_after_the_first(custom_id: str, n: int) -> dict:
+    return chat_line(custom_id, "Hello" if n < DONE_LINES else "fake:hold")
+
+
 def _team(org: Org, name: str) -> tuple[str, openai.OpenAI]:
     project = org.admin.projects.create(name=name)
     key = org.admin.projects.service_accounts.create(project.id, name="runner").api_key
     assert key is not None
-    return project.id, openai_client(org.a.base_url, key.value)
+    return project.id, org.a.client(key.value)
 
 
 def test_a_daily_limit_set_by_api_refuses_the_next_batch(org):
@@ -286,7 +286,7 @@ def _messages(params_by_id: dict[str, dict]) -> list[dict]:
 
 def test_a_message_batch_request_naming_a_model_the_project_may_not_use_errors_alone(org):
     project_id, client = _team(org, "Team Messages")
-    messages = anthropic_client(org.a.base_url, client.api_key).messages.batches
+    messages = org.a.anthropic(client.api_key).messages.batches
     requests = _messages({"served": {"model": CHAT_MODEL}, "unknown": {"model": "no-such-model"}})
 
     def results() -> dict:
@@ -381,13 +381,13 @@ def test_non_admin_keys_get_403_on_every_admin_route(org):
     assert key is not None
     for token in (TEAM_KEY, key.value):
         for method, path, body in ADMIN_ROUTES:
-            response = httpx.request(
+            response = org.b.http.request(
                 method, org.b.base_url + path, json=body, headers={"Authorization": f"Bearer {token}"}
             )
             assert response.status_code == 403, (method, path, response.text)
             assert response.json()["error"]["code"] == "insufficient_permissions"
     with pytest.raises(openai.PermissionDeniedError):
-        openai_client(org.a.base_url, "unused", admin_api_key=TEAM_KEY).admin.organization.projects.list()
+        org.a.client("unused", admin_api_key=TEAM_KEY).admin.organization.projects.list()
 
 
 BAD_INPUT = [
@@ -445,7 +445,7 @@ BAD_INPUT = [
 
 def test_bad_input_to_every_admin_route_gets_an_openai_error(org):
     for method, path, body in BAD_INPUT:
-        response = httpx.request(
+        response = org.a.http.request(
             method, org.a.base_url + path, json=body, headers={"Authorization": f"Bearer {ADMIN_KEY}"}
         )
         assert response.status_code in (400, 404), (method, path, response.status_code, response.text)

@@ -4,11 +4,9 @@ list cursor), its files stay unless `files=true`; a batch not ended is a 409."""
 
 from __future__ import annotations
 
-import httpx
 import openai
 import pytest
 
-from harness.client import openai_client
 from harness.poll import wait_until
 from tests.support import db
 from tests.support.batches import TERMINAL, chat_line, create, upload, wait_for
@@ -105,16 +103,16 @@ def test_a_batch_not_ended_is_409_and_unknown_or_foreign_is_404(client, client_b
 def test_curl_style_delete_and_bad_files_flag(client, server):
     batch = _ended(client)
     headers = {"Authorization": "Bearer key-a"}
-    bad = httpx.delete(f"{server.base_url}/batches/{batch.id}", params={"files": "maybe"}, headers=headers)
+    bad = server.http.delete(f"{server.base_url}/batches/{batch.id}", params={"files": "maybe"}, headers=headers)
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "files"
-    ok = httpx.delete(f"{server.base_url}/batches/{batch.id}", headers=headers)
+    ok = server.http.delete(f"{server.base_url}/batches/{batch.id}", headers=headers)
     assert ok.status_code == 200 and ok.json() == {"id": batch.id, "object": "batch.deleted", "deleted": True}
 
 
-def test_a_deleted_tombstone_is_purged_with_its_shards(start_server):
+def test_a_deleted_tombstone_is_purged_with_its_shards(start_app):
     """Past the grace period the sweeper forgets the row; its shard rows go with it (CASCADE)."""
-    server = start_server({"BATCHD_API_KEYS": "key-p=proj-p", "BATCHD_SWEEP_INTERVAL": "0.2"})
-    client = openai_client(server.base_url, "key-p")
+    server = start_app({"BATCHD_API_KEYS": "key-p=proj-p", "BATCHD_SWEEP_INTERVAL": "0.2"})
+    client = server.client("key-p")
     batch = _ended(client)
     db.execute(
         server,

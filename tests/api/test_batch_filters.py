@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import uuid
 
-import httpx
 import openai
 import pytest
 
@@ -41,7 +40,7 @@ def test_status_filter_one_several_repeated_and_unknown(client, server, suite, t
     assert _ids(client, status="failed", **{"metadata[suite]": suite}) == ids
     assert _ids(client, status="completed", **{"metadata[suite]": suite}) == []
     assert _ids(client, status="completed,failed", **{"metadata[suite]": suite}) == ids
-    repeated = httpx.get(
+    repeated = server.http.get(
         f"{server.base_url}/batches",
         headers={"Authorization": "Bearer key-a"},
         params=[("status", "completed"), ("status", "failed"), ("metadata[suite]", suite)],

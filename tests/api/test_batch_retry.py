@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import openai
 import pytest
 
@@ -63,10 +62,12 @@ def test_retry_runs_exactly_the_lines_that_did_not_succeed(client, server):
     assert again["input_file_id"] != original.input_file_id
     assert _input_lines(client, again) == LINES[1:]  # b, c, d, as the input had them
     assert client.files.retrieve(again["input_file_id"]).purpose == "batch"
-    retrieved = httpx.get(f"{server.base_url}/batches/{again['id']}", headers={"Authorization": "Bearer key-a"})
+    retrieved = server.http.get(f"{server.base_url}/batches/{again['id']}", headers={"Authorization": "Bearer key-a"})
     assert retrieved.json()["retry_of"] == original.id
     # The original is untouched, and carries no retry_of key (OpenAI's object exactly).
-    plain = httpx.get(f"{server.base_url}/batches/{original.id}", headers={"Authorization": "Bearer key-a"}).json()
+    plain = server.http.get(
+        f"{server.base_url}/batches/{original.id}", headers={"Authorization": "Bearer key-a"}
+    ).json()
     assert "retry_of" not in plain and plain["status"] == "completed"
     only = _retry(client, original.id, {"errors": ["batch_expired", "invalid_value"]})
     assert [line["custom_id"] for line in _input_lines(client, only)] == ["b", "c"]

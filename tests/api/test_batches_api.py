@@ -7,7 +7,6 @@ import httpx
 import openai
 import pytest
 
-from harness.client import openai_client
 from tests.support.batches import TERMINAL, chat_line, create, upload, wait_for
 
 BATCH_KEYS = {
@@ -38,7 +37,7 @@ BATCH_KEYS = {
 
 def test_create_returns_a_validating_batch_with_every_key(client, server):
     file = upload(client, [chat_line("a")])
-    raw = httpx.post(
+    raw = server.http.post(
         f"{server.base_url}/batches",
         headers={"Authorization": "Bearer key-a"},
         json={
@@ -67,7 +66,7 @@ def test_create_returns_a_validating_batch_with_every_key(client, server):
     assert body["errors"] is None and body["output_file_id"] is None
     assert raw.headers["x-request-id"].startswith("req_")
 
-    strict = openai_client(server.base_url, "key-a", _strict_response_validation=True)
+    strict = server.client("key-a", _strict_response_validation=True)
     assert strict.batches.retrieve(body["id"]).id == body["id"]
 
 
@@ -180,7 +179,7 @@ def test_unknown_and_foreign_batches_are_404(client, client_b):
 
 
 def test_list_is_newest_first_and_paginates(server):
-    lister = openai_client(server.base_url, "key-batch-list")
+    lister = server.client("key-batch-list")
     file = upload(lister, [chat_line("a")])
     ids = [
         lister.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions", completion_window="24h").id

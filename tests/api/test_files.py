@@ -6,11 +6,9 @@ import asyncio
 import os
 import time
 
-import httpx
 import openai
 import pytest
 
-from harness.client import async_openai_client, openai_client
 from harness.poll import wait_until
 from tests.support import db
 
@@ -62,7 +60,7 @@ def test_binary_content_is_byte_identical_and_streamed_raw(client, server):
 
 
 def test_strict_client_accepts_every_object(server):
-    strict = openai_client(server.base_url, "key-a", _strict_response_validation=True)
+    strict = server.client("key-a", _strict_response_validation=True)
     file = strict.files.create(file=("s.jsonl", _jsonl()), purpose="batch")
     assert strict.files.retrieve(file.id).id == file.id
     assert any(f.id == file.id for f in strict.files.list(purpose="batch", limit=5))
@@ -71,7 +69,7 @@ def test_strict_client_accepts_every_object(server):
 
 
 def test_list_auto_paginates_in_both_orders(server):
-    lister = openai_client(server.base_url, "key-list")
+    lister = server.client("key-list")
     uploaded = [lister.files.create(file=(f"f{i}.jsonl", _jsonl(1)), purpose="batch").id for i in range(27)]
     other = lister.files.create(file=("x.txt", b"x"), purpose="user_data").id
 
@@ -83,7 +81,7 @@ def test_list_auto_paginates_in_both_orders(server):
 
     first = lister.files.list(limit=10, order="asc", purpose="batch")
     assert len(first.data) == 10 and first.has_more is True
-    raw = httpx.get(
+    raw = server.http.get(
         f"{server.base_url}/files",
         params={"limit": 10, "order": "asc", "purpose": "batch", "after": uploaded[19]},
         headers={"Authorization": "Bearer key-list"},
@@ -154,7 +152,7 @@ def test_errors_use_openai_envelope_and_exception_classes(client, server):
         client.files.list(order="sideways")  # type: ignore[arg-type]
     assert info.value.param == "order"
 
-    missing_file = httpx.post(
+    missing_file = server.http.post(
         f"{server.base_url}/files",
         data={"purpose": "batch"},
         files={"other": ("x", b"1")},
@@ -164,26 +162,26 @@ def test_errors_use_openai_envelope_and_exception_classes(client, server):
     assert missing_file.json()["error"]["code"] == "missing_required_parameter"
     assert missing_file.json()["error"]["param"] == "file"
 
-    not_multipart = httpx.post(
+    not_multipart = server.http.post(
         f"{server.base_url}/files", json={"purpose": "batch"}, headers={"Authorization": "Bearer key-a"}
     )
     assert not_multipart.status_code == 400
 
-    unknown_route = httpx.get(f"{server.base_url}/nothing-here", headers={"Authorization": "Bearer key-a"})
+    unknown_route = server.http.get(f"{server.base_url}/nothing-here", headers={"Authorization": "Bearer key-a"})
     assert unknown_route.status_code == 404
     assert unknown_route.json()["error"]["message"] == "Invalid URL (GET /v1/nothing-here)"
     assert unknown_route.headers["x-request-id"].startswith("req_")
 
 
 def test_bad_or_missing_key_is_401(server):
-    wrong = openai_client(server.base_url, "sk-wrong-key-123456")
+    wrong = server.client("sk-wrong-key-123456")
     with pytest.raises(openai.AuthenticationError) as info:
         wrong.files.list()
     assert info.value.status_code == 401
     assert info.value.code == "invalid_api_key"
     assert info.value.body["message"] == "Incorrect API key provided: sk-wro***3456."
 
-    missing = httpx.get(f"{server.base_url}/files")
+    missing = server.http.get(f"{server.base_url}/files")
     assert missing.status_code == 401
     assert missing.json()["error"]["type"] == "invalid_request_error"
     assert missing.headers["x-request-id"].startswith("req_")
@@ -250,7 +248,7 @@ def test_async_client_round_trip(server):
 
 
 async def _async_round_trip(server):
-    client = async_openai_client(server.base_url, "key-a")
+    client = server.async_client("key-a")
     payload = _jsonl(4)
     file = await client.files.create(file=("async.jsonl", payload), purpose="batch")
     assert (await client.files.retrieve(file.id)).filename == "async.jsonl"
@@ -264,9 +262,9 @@ async def _async_round_trip(server):
 
 
 def test_openapi_documents_real_shapes(server):
-    schema = httpx.get(server.base_url.replace("/v1", "/openapi.json")).json()
+    schema = server.http.get(server.base_url.replace("/v1", "/openapi.json")).json()
     upload = schema["paths"]["/v1/files"]["post"]
     assert "multipart/form-data" in upload["requestBody"]["content"]
     assert "422" not in str(schema)
     assert upload["responses"]["400"]["content"]["application/json"]["schema"]["$ref"].endswith("ErrorResponse")
-    assert httpx.get(server.base_url.replace("/v1", "/docs")).status_code == 200
+    assert server.http.get(server.base_url.replace("/v1", "/docs")).status_code == 200

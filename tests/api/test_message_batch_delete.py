@@ -5,13 +5,12 @@ ends `errored` at once."""
 
 from __future__ import annotations
 
-import anthropic
 import openai
 import pytest
 
-from harness.client import anthropic_client, openai_client
 from harness.poll import wait_until
 from tests.support import db
+from tests.support.lazy import anthropic
 
 KEY = "key-msgbatch"
 
@@ -28,7 +27,7 @@ def _ended(client: anthropic.Anthropic, custom_id: str):
 
 
 def test_a_deleted_message_batch_is_a_tombstone_whose_id_keeps_its_place(server):
-    client = anthropic_client(server.base_url, KEY)
+    client = server.anthropic(KEY)
     older, deleted, newer = (_ended(client, f"r{i}") for i in range(3))
     files = db.execute(server, "SELECT input_file_id, error_file_id FROM batches WHERE id = :id", id=deleted.id)[0]
     assert all(files)
@@ -43,11 +42,11 @@ def test_a_deleted_message_batch_is_a_tombstone_whose_id_keeps_its_place(server)
     # Its id is still a cursor both ways, and in OpenAI's list too.
     assert older.id in [b.id for b in client.messages.batches.list(after_id=deleted.id, limit=100)]
     assert [b.id for b in client.messages.batches.list(before_id=deleted.id, limit=100)][-1] == newer.id
-    batches = openai_client(server.base_url, KEY).batches
+    batches = server.client(KEY).batches
     assert older.id in [b.id for b in batches.list(after=deleted.id, limit=100)]
     ((deleted_at,),) = db.execute(server, "SELECT deleted_at FROM batches WHERE id = :id", id=deleted.id)
     assert deleted_at is not None
     for file_id in files:
         with pytest.raises(openai.NotFoundError):
-            openai_client(server.base_url, KEY).files.retrieve(file_id)
+            server.client(KEY).files.retrieve(file_id)
         assert not db.has_blob(server, "proj-msgbatch", file_id)

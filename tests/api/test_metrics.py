@@ -3,11 +3,9 @@ upload bytes, batches by status read from the database, and lease takeovers."""
 
 from __future__ import annotations
 
-import httpx
 import openai
 import pytest
 
-from harness.client import openai_client
 from tests.conftest import API_KEYS_ENV
 from tests.support import db
 from tests.support.batches import chat_line, create, jsonl, wait_for
@@ -17,18 +15,18 @@ TOKEN = "metrics-secret"
 
 
 @pytest.fixture(scope="module")
-def metrics_server(start_server):
+def metrics_server(start_app):
     """Its own server: the batch gauges count every batch in the database."""
-    return start_server({"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_METRICS_TOKEN": TOKEN})
+    return start_app({"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_METRICS_TOKEN": TOKEN})
 
 
 def test_token_is_required_when_configured(metrics_server):
     url = metrics_server.base_url.removesuffix("/v1") + "/metrics"
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"}):
-        response = httpx.get(url, headers=headers)
+        response = metrics_server.http.get(url, headers=headers)
         assert response.status_code == 401
         assert response.json()["error"]["type"] == "invalid_request_error"
-    response = httpx.get(url, headers={"Authorization": f"Bearer {TOKEN}"})
+    response = metrics_server.http.get(url, headers={"Authorization": f"Bearer {TOKEN}"})
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
 
 
@@ -42,7 +40,7 @@ def test_open_by_default(server, client):
 
 
 def test_requests_uploads_batches_and_takeovers(metrics_server):
-    client = openai_client(metrics_server.base_url, "key-a")
+    client = metrics_server.client("key-a")
     before = scrape(metrics_server, TOKEN)
     data = b"x" * 1234
     file = client.files.create(file=("notes.txt", data), purpose="user_data")
@@ -71,8 +69,8 @@ def test_requests_uploads_batches_and_takeovers(metrics_server):
     assert grew("batchd_upload_bytes_total") == len(data) + len(jsonl([chat_line("a")]))
     assert value(after, "batchd_batches", status="failed") == 1
     assert value(after, "batchd_batches", status="completed") == 0
-    assert value(after, "batchd_lease_takeovers_total") == 1
-    text = httpx.get(
+    assert grew("batchd_lease_takeovers_total") == 1  # the counter is the process's: apps in it share it
+    text = metrics_server.http.get(
         metrics_server.base_url.removesuffix("/v1") + "/metrics", headers={"Authorization": f"Bearer {TOKEN}"}
     ).text
     assert file.id not in text and batch.id not in text and "file-nope" not in text

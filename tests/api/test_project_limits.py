@@ -10,14 +10,13 @@ import httpx
 import openai
 import pytest
 
-from harness.client import openai_client
 from tests.conftest import API_KEYS_ENV
 from tests.support import db
 
 
 @pytest.fixture(scope="module")
-def limited(start_server):
-    return start_server(
+def limited(start_app):
+    return start_app(
         {
             "BATCHD_API_KEYS": API_KEYS_ENV,
             "BATCHD_PROJECT_MAX_BYTES": "10000",
@@ -28,7 +27,7 @@ def limited(start_server):
 
 
 def _client(server, key: str = "key-a") -> openai.OpenAI:
-    return openai_client(server.base_url, key, max_retries=2)
+    return server.client(key, max_retries=2)
 
 
 def test_stored_bytes_limit_is_429_and_stores_nothing(limited):
@@ -75,8 +74,8 @@ def test_json_bodies_are_capped_with_413(limited):
         "completion_window": "24h",
         "metadata": {"pad": "x" * 5000},
     }
-    declared = httpx.post(url, headers=auth, json=body)
-    chunked = httpx.post(
+    declared = limited.http.post(url, headers=auth, json=body)
+    chunked = limited.http.post(
         url,
         headers={**auth, "Content-Type": "application/json"},
         content=iter([json.dumps(body).encode()[i : i + 1000] for i in range(0, 6000, 1000)]),
@@ -86,7 +85,7 @@ def test_json_bodies_are_capped_with_413(limited):
         error = response.json()["error"]
         assert error["type"] == "invalid_request_error" and "4096 bytes" in error["message"]
         assert response.headers["x-request-id"].startswith("req_")
-    small = httpx.post(url, headers=auth, json={**body, "metadata": {"pad": "x" * 100}})
+    small = limited.http.post(url, headers=auth, json={**body, "metadata": {"pad": "x" * 100}})
     assert small.status_code == 404  # under the cap: read, and the file is unknown
 
 
@@ -111,7 +110,7 @@ def _upload_raw(server, filename: bytes) -> httpx.Response:
         + boundary
         + b"--\r\n"
     )
-    return httpx.post(
+    return server.http.post(
         f"{server.base_url}/files",
         content=body,
         headers={"Authorization": "Bearer key-a", "Content-Type": f"multipart/form-data; boundary={boundary.decode()}"},
@@ -123,7 +122,7 @@ def test_file_names_are_stored_and_served_safely(server, client):
         created = _upload_raw(server, raw)
         assert created.status_code == 200, created.text
         assert created.json()["filename"] == expected
-        content = httpx.get(
+        content = server.http.get(
             f"{server.base_url}/files/{created.json()['id']}/content", headers={"Authorization": "Bearer key-a"}
         )
         assert content.content == b"{}\n"

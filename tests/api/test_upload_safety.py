@@ -1,27 +1,22 @@
 """Upload limits and failures: 413s in OpenAI's envelope, and nothing left behind when an upload
-fails, is aborted, or meets a locked database."""
+fails or meets a locked database (an upload aborted mid-stream: tests/e2e/test_aborted_upload.py)."""
 
 from __future__ import annotations
 
-import socket
 import sqlite3
 
 import openai
 import pytest
 
-from app.storage.s3 import PART_BYTES
-from harness.client import openai_client
-from harness.poll import wait_until
-from harness.server import ServerProcess
 from tests.support import db
-from tests.support.uploads import upload_head
+from tests.support.app_server import AppServer
 
 MB = 1024 * 1024
 
 
 @pytest.fixture(scope="module")
-def small_server(start_server):
-    return start_server(
+def small_server(start_app):
+    return start_app(
         {
             "BATCHD_MAX_FILE_BYTES": str(4 * MB),
             "BATCHD_MAX_BATCH_FILE_BYTES": str(1 * MB),
@@ -32,7 +27,7 @@ def small_server(start_server):
 
 @pytest.fixture
 def small_client(small_server):
-    return openai_client(small_server.base_url, "any")
+    return small_server.client("any")
 
 
 def _file_rows(server) -> int:
@@ -68,32 +63,16 @@ def test_file_over_the_global_limit_is_413_before_reading(small_client, small_se
     assert db.blob_files(small_server) == blobs
 
 
-def test_aborted_upload_leaves_no_row_and_no_blob(start_server):
-    # Default limits: the upload is larger than one S3 part, so on S3 too a partial write (a
-    # multipart upload begun) exists mid-stream.
-    server = start_server()
-    rows, blobs = _file_rows(server), db.blob_files(server)
-    with socket.create_connection(("127.0.0.1", server.port)) as sock:
-        sock.sendall(upload_head(PART_BYTES + 2 * MB) + b"x" * (PART_BYTES + MB))
-        # The server is now mid-stream, with a partial write in the store.
-        partial = wait_until(
-            lambda: set(map(str, db.blob_files(server))) - set(map(str, blobs)), what="a partial write"
-        )
-    wait_until(lambda: db.blob_files(server) == blobs, timeout=10, what=f"{partial} removed")
-    assert _file_rows(server) == rows
-
-
 @pytest.fixture(scope="module")
 def sqlite_server(tmp_path_factory):
     """SQLite-only (its single-writer lock is the subject), whatever the session's backend."""
-    server = ServerProcess(tmp_path_factory.mktemp("locked"), env={"BATCHD_SQLITE_BUSY_TIMEOUT_MS": "300"}).start()
-    yield server
-    server.stop()
+    with AppServer(tmp_path_factory.mktemp("locked"), env={"BATCHD_SQLITE_BUSY_TIMEOUT_MS": "300"}) as server:
+        yield server
 
 
 def test_locked_sqlite_is_503_with_retry_after_and_loses_nothing(sqlite_server):
     small_server = sqlite_server
-    small_client = openai_client(sqlite_server.base_url, "any")
+    small_client = sqlite_server.client("any")
     kept = small_client.files.create(file=("kept.jsonl", b"{}\n"), purpose="batch")
     rows, blobs = _file_rows(small_server), db.blob_files(small_server)
     locker = sqlite3.connect(small_server.data_dir / "batchd.db", isolation_level=None)

@@ -7,7 +7,6 @@ import hashlib
 import os
 import time
 
-import httpx
 import openai
 import pytest
 
@@ -183,7 +182,7 @@ def test_create_checks_are_400_in_openai_envelope(client, server):
 
     headers = {"Authorization": "Bearer key-a"}
     for body in (None, {}, {"bytes": 1}):
-        response = httpx.post(f"{server.base_url}/uploads", json=body, headers=headers)
+        response = server.http.post(f"{server.base_url}/uploads", json=body, headers=headers)
         assert response.status_code == 400
         assert response.json()["error"]["code"] == "missing_required_parameter"
 
@@ -191,7 +190,7 @@ def test_create_checks_are_400_in_openai_envelope(client, server):
 def test_part_without_data_field_is_400_and_stores_nothing(client, server):
     upload = client.uploads.create(bytes=3, filename="a.jsonl", mime_type="text/jsonl", purpose="batch")
     blobs_before = len(db.blob_files(server))
-    response = httpx.post(
+    response = server.http.post(
         f"{server.base_url}/uploads/{upload.id}/parts",
         headers={"Authorization": "Bearer key-a"},
         files={"file": ("upload", b"abc")},

@@ -26,6 +26,7 @@ def _entry(model: str, state: str, in_flight: int, created: int = 100) -> dict:
         "lines_in_flight": in_flight,
         "lines_waiting": 2 * in_flight,
         "max_lines_in_flight": 64,
+        "loaded": state == "ready",
     }
 
 
@@ -46,11 +47,11 @@ async def _scenario(url: str) -> None:
             {**_entry("chat", "ready", 8, created=150), "max_lines_in_flight": 128},
             _entry("embed", "ready", 1),
         ]
-        # Republishing replaces: replica-a no longer serves chat.
-        await _publish(db, "replica-a", [_entry("embed", "starting", 0)], now)
-        assert [(e["id"], e["engine_state"], e["lines_in_flight"]) for e in await published_entries(db)] == [
-            ("chat", "ready", 5),
-            ("embed", "starting", 0),
+        # Republishing replaces: replica-a no longer serves chat, and has no engine loaded for embed.
+        await _publish(db, "replica-a", [_entry("embed", "unloaded", 0)], now)
+        assert [(e["id"], e["engine_state"], e["loaded"]) for e in await published_entries(db)] == [
+            ("chat", "ready", True),
+            ("embed", "unloaded", False),
         ]
 
         # The publishing loop: its first round prunes the stale replica's row, cancelling it withdraws.

@@ -16,7 +16,7 @@ import pytest
 from bench import provenance
 from bench.__main__ import parse_args
 from bench.proc import run_logged
-from bench.report import Document, Report, plt, write_report
+from bench.report import Document, Report, plt, read_document, write_report
 from bench.workloads import DEFAULT, WORKLOADS
 from bench.workloads.w8_frontend import Run, summary
 
@@ -58,6 +58,23 @@ def test_a_report_without_a_chart_still_keeps_its_json(tmp_path):
     files = write_report(Report("W0", "W0-test", "t", {"figure": 1}, _render), tmp_path, machine=MACHINE, command="c")
     assert sorted(files) == [".json", ".md"]
     assert json.loads(files[".json"].read_text())["figure"] == 1
+
+
+def test_raw_samples_go_compressed_beside_the_json_and_render_still_sees_them(tmp_path):
+    samples = {"timeline": [[0.1 * t, 12.5] for t in range(1000)]}
+
+    def render(doc: Document) -> str:
+        return f"{len(doc['timeline'])} samples"
+
+    report = Report("W0", "W0-test", "t", {"figure": 1}, render, samples=samples)
+    files = write_report(report, tmp_path, machine=MACHINE, command="c")
+
+    assert sorted(files) == [".json", ".md", ".samples.json.gz"]
+    doc = json.loads(files[".json"].read_text())
+    assert "timeline" not in doc and doc["samples_file"] == files[".samples.json.gz"].name
+    assert files[".samples.json.gz"].read_bytes().startswith(b"\x1f\x8b")  # gzip
+    assert read_document(files[".json"])["timeline"] == samples["timeline"]
+    assert "1000 samples" in files[".md"].read_text()
 
 
 def test_a_workloads_data_cannot_overwrite_the_reports_head(tmp_path):

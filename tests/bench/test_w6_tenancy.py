@@ -7,20 +7,14 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from bench.report import Check
 from bench.workloads import WORKLOADS
-from bench.workloads.w6_tenancy import (
-    SECOND_MODEL,
-    SETTLE_S,
-    Planned,
-    W6Tenancy,
-    _check,
-    _first_line_check,
-    _median_lines,
-    _model_shares,
-    _share_check,
-    render,
-    twenty_plan,
-)
+from bench.workloads.w6 import W6Tenancy
+from bench.workloads.w6.checks import first_line_check, share_check
+from bench.workloads.w6.fleet import SECOND_MODEL
+from bench.workloads.w6.measure import SETTLE_S, model_shares
+from bench.workloads.w6.plan import Planned, twenty_plan
+from bench.workloads.w6.report import median_lines, render
 from harness.tenancy import MODEL, Request
 
 
@@ -50,7 +44,7 @@ def _log(per_tick: dict[str, int], ticks: range, delay: float = 0.1) -> list[Req
 def _shares(log: list[Request]) -> dict[str, dict]:
     plan = [Planned("light", "big", MODEL, 1000, "24h"), Planned("heavy", "big", MODEL, 3000, "24h")]
     created = {plan[0]: 0.0, plan[1]: 0.0}
-    result = _model_shares(log, plan, MODEL, created, created, {"light": 1, "heavy": 3}, slots=4)
+    result = model_shares(log, plan, MODEL, created, created, {"light": 1, "heavy": 3}, slots=4)
     return {row["project"]: row for row in result["projects"]} | {"_": result}
 
 
@@ -73,14 +67,14 @@ def test_a_team_starved_at_first_shows_its_shortfall():
     light = measured["light"]
     # Its start is caught by the first-line check; its share is measured once it has lines served.
     assert light["first_line_s"] == 5.0
-    assert not _first_line_check("", [light, measured["heavy"]])["pass"]
+    assert not first_line_check("", [light, measured["heavy"]])["pass"]
     assert measured["_"]["common_window_s"] == [5.0 + SETTLE_S, 10.0]
     assert light["relative_error"] == 0.0
 
 
 def test_w6_runs_through_the_one_harness_and_renders_its_goals_from_the_json():
     assert isinstance(WORKLOADS["W6"], W6Tenancy)
-    saved = Path(__file__).parents[2] / "bench/results/2026-11-26-W6-tenancy-twenty-before-redesign.json"
+    saved = Path(__file__).parents[1] / "fixtures/bench/w6-twenty-teams.json"  # a run's results, lists cut to three
     doc = json.loads(saved.read_text())
     text = render({"seconds": doc["seconds"], "results": doc["results"]})
     lines = text.splitlines()
@@ -94,13 +88,13 @@ def test_w6_runs_through_the_one_harness_and_renders_its_goals_from_the_json():
 
 def test_with_rounds_each_goal_is_judged_on_the_median_of_its_rounds():
     def one_round(error: float, ratio: float) -> dict:
-        share = _share_check("m: ", [{"project": "t01", "relative_error": error}], 0.10, [0.0, 20.0])
-        deadline = {"checks": [_check("1h behind 24h, time ratio", ratio, "<= 0.6", ratio, ("max", 0.6))]}
+        share = share_check("m: ", [{"project": "t01", "relative_error": error}], 0.10, [0.0, 20.0])
+        deadline = {"checks": [Check.at_most("1h behind 24h, time ratio", ratio, 0.6).to_dict()]}
         return {"twenty": {"checks": [share]}, "deadline": deadline}
 
     # The share misses in one round of three (median 8 %: pass), the ratio in two (median 0.61: fail).
     rounds = [one_round(0.05, 0.61), one_round(-0.12, 0.55), one_round(0.08, 0.62)]
-    lines = _median_lines(rounds)
+    lines = median_lines(rounds)
     share_row = next(line for line in lines if line.startswith("| twenty | m: worst share against weight share |"))
     assert share_row.endswith("| 8.0% | +-10% | pass |") and "+5.0% over 20.0 s | -12.0% over 20.0 s" in share_row
     ratio_row = next(line for line in lines if line.startswith("| deadline | 1h behind 24h, time ratio |"))

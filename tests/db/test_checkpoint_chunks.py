@@ -10,13 +10,13 @@ import asyncio
 import pytest
 from sqlalchemy import insert, text
 
+from app.core.chunk_format import encode
 from app.db.engine import Database
 from app.db.migrate import upgrade
 from app.db.models import Batch
 from app.db.repositories.batches import BatchRepository, LeaseLost, LineRow
 from app.db.repositories.chunks import ChunkRepository
 from app.db.repositories.shards import ShardRepository, ShardSpan
-from app.pipeline.chunk_lines import encode
 from app.storage.local import LocalBlobStore
 from app.worker.checkpoint import Checkpoint
 from app.worker.chunks import FinishedLine, finished_shards

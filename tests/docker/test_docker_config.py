@@ -5,8 +5,10 @@ daemon: compose's `config` reads files only."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import compose
@@ -73,6 +75,16 @@ def test_images_run_as_non_root_with_a_healthcheck() -> None:
         assert 'CMD ["serve", "--host", "0.0.0.0"]' in text
 
 
+def test_images_install_the_wheel_not_the_source() -> None:
+    # `make dist`'s wheel, with the extra of the image's vLLM build; no editable install and no
+    # source tree in the image (a wheel without its migrations would fail there).
+    for dockerfile, extra in (("docker/Dockerfile", "cpu"), ("docker/Dockerfile.gpu", "gpu")):
+        text = (ROOT / dockerfile).read_text()
+        assert f'"$(echo /dist/batchd-*.whl)[{extra}]"' in text, dockerfile
+        assert not re.search(r"pip install[^\n]* -e |^COPY (app|migrations)", text, re.M), dockerfile
+    assert "!dist/" in (ROOT / ".dockerignore").read_text()
+
+
 def test_grafana_dashboard_uses_only_the_agreed_metrics() -> None:
     dashboard = json.loads((ROOT / "docker/grafana/dashboards/batchd.json").read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
@@ -82,3 +94,39 @@ def test_grafana_dashboard_uses_only_the_agreed_metrics() -> None:
     assert used == METRICS
     datasource = (ROOT / "docker/grafana/provisioning/datasources/prometheus.yml").read_text()
     assert "uid: prometheus" in datasource and "url: http://prometheus:9090" in datasource
+
+
+def _entrypoint(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """docker/entrypoint.sh `serve`, with a `batchd` whose `serve` only says it ran (every other
+    command is the real one, on a data dir under tmp_path)."""
+    shim = tmp_path / "bin" / "batchd"
+    shim.parent.mkdir(parents=True, exist_ok=True)
+    real = Path(sys.executable).with_name("batchd")
+    shim.write_text(f'#!/bin/sh\nif [ "$1" = serve ]; then echo "served $*"; exit 0; fi\nexec {real} "$@"\n')
+    shim.chmod(0o755)
+    keyless = {k: v for k, v in os.environ.items() if not k.startswith("BATCHD_")}
+    path = f"{shim.parent}:{os.environ['PATH']}"
+    return subprocess.run(
+        ["sh", str(ROOT / "docker/entrypoint.sh"), "serve", "--host", "0.0.0.0"],
+        env={**keyless, "PATH": path, "BATCHD_DATA_DIR": str(tmp_path / "data"), **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+
+
+def test_images_and_compose_start_with_an_admin_key(tmp_path) -> None:
+    for dockerfile in ("docker/Dockerfile", "docker/Dockerfile.gpu"):
+        assert 'ENTRYPOINT ["batchd-entrypoint"]' in (ROOT / dockerfile).read_text()
+    compose_file = (ROOT / "docker-compose.yml").read_text()
+    assert "BATCHD_ADMIN_KEYS: ${BATCHD_ADMIN_KEYS:-}" in compose_file
+    first = _entrypoint(tmp_path, {})
+    key_file = tmp_path / "data" / "admin-api-key"
+    assert first.stdout == "served serve --host 0.0.0.0\n"
+    assert f"docker compose exec batchd cat {key_file}" in first.stderr
+    assert key_file.read_text().startswith("bd-") and key_file.stat().st_mode & 0o777 == 0o600
+    again = _entrypoint(tmp_path, {})  # the key is made once
+    assert again.stderr == "" and again.stdout == first.stdout
+    configured = _entrypoint(tmp_path / "other", {"BATCHD_ADMIN_KEYS": "adm"})
+    assert not (tmp_path / "other" / "data" / "admin-api-key").exists() and configured.stderr == ""

@@ -48,7 +48,7 @@ def test_api_only_starts_no_engines(api_only, api_client):
 
 def test_api_only_lists_the_models_the_model_server_publishes(api_client, model_client):
     served = sorted((m.id, m.engine_state, m.created) for m in model_client.models.list())
-    assert [model for model, _, _ in served] == sorted([CHAT_MODEL, EMBED_MODEL])
+    assert [model for model, _, _ in served] == sorted([CHAT_MODEL, EMBED_MODEL, "tl"])
 
     def listed():
         return sorted((m.id, m.engine_state, m.created) for m in api_client.models.list())

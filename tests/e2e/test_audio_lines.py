@@ -19,6 +19,7 @@ import pytest
 
 from app.engine.config.tiny_whisper import TINY_WHISPER_NAME, build_tiny_whisper_model
 from harness.client import openai_client
+from harness.health import ADMIN_ENV, health_details
 from harness.poll import wait_until
 from harness.ports import free_port
 from harness.process import ManagedProcess
@@ -33,6 +34,8 @@ TRANSCRIPTIONS, TRANSLATIONS = "/v1/audio/transcriptions", "/v1/audio/translatio
 UPSTREAM = "whisper-upstream"
 # The server's and run-batch's BATCHD_AUDIO_MAX_BYTES: the 1 s tone fits, the 4 s one does not.
 MAX_BYTES = 100_000
+# Both processes fetch the test audio from a server on 127.0.0.1, which the outbound policy must allow.
+AUDIO_ENV = {"BATCHD_AUDIO_MAX_BYTES": str(MAX_BYTES), "BATCHD_OUTBOUND_ALLOW": "127.0.0.1"}
 # Each line's decoding settings: the language skips Whisper's detection pass, and a short
 # answer is as telling as the ~440 tokens the random weights would babble.
 DECODE = {"temperature": 0, "max_completion_tokens": 24}
@@ -177,7 +180,7 @@ def run_batch(tmp_path_factory, files_url):
         str(tmp / "data"),
         EAGER_FLAG,
     ]
-    env = {**os.environ, "BATCHD_AUDIO_MAX_BYTES": str(MAX_BYTES)}
+    env = {**os.environ, **AUDIO_ENV}
     process = ManagedProcess(cmd, tmp / "stdout", stderr_path=tmp / "stderr", env=env).start()
 
     def finish() -> tuple[dict[str, dict], str]:
@@ -220,7 +223,7 @@ def batchd(tmp_path_factory, run_batch, vllm_whisper):
     # Launched before the upstream answers: batchd keeps probing a URL until it does.
     server = ServerProcess(
         tmp_path_factory.mktemp("audio-batchd"),
-        env={"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_AUDIO_MAX_BYTES": str(MAX_BYTES)},
+        env={"BATCHD_API_KEYS": API_KEYS_ENV, **AUDIO_ENV, **ADMIN_ENV},
         models=True,
         args=["--model", TINY_WHISPER_NAME, "--config", str(config)],
     ).launch()
@@ -228,7 +231,7 @@ def batchd(tmp_path_factory, run_batch, vllm_whisper):
         vllm_whisper.wait()
         server.wait_healthy(600)
         # batchd probes a down URL every few seconds: wait until it has seen this one up.
-        wait_until(lambda: '"up"' in httpx.get(server.base_url.removesuffix("/v1") + "/health").text, 60, "upstream up")
+        wait_until(lambda: '"up"' in json.dumps(health_details(server)), 60, "upstream up")
         yield server
     finally:
         server.stop()

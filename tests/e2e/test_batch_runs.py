@@ -18,6 +18,7 @@ from tests.support import db
 from tests.support.batches import (
     CHAT_MODEL,
     EMBED_MODEL,
+    cancel_in_cleanup,
     chat_line,
     create,
     embedding_line,
@@ -148,36 +149,41 @@ LONG_BATCH = 3000
 
 def test_cancel_mid_run_keeps_finished_lines(model_client, model_server):
     batch = create(model_client, _long_lines(LONG_BATCH))
-    running = wait_for(
-        model_client, batch.id, statuses=(), timeout=120, until=lambda b: b.request_counts.completed >= 10
-    )
-    assert running.status == "in_progress", running
-    response = httpx.delete(
-        f"{model_server.base_url}/files/{batch.input_file_id}", headers={"Authorization": "Bearer key-a"}, timeout=60
-    )
-    # The input of a running batch stays.
-    assert response.status_code == 409, (response.text, model_client.batches.retrieve(batch.id))
-    cancelling = model_client.batches.cancel(batch.id)
-    assert cancelling.status == "cancelling" and cancelling.cancelling_at is not None
-    done = wait_for(model_client, batch.id, timeout=120)
-    assert done.status == "cancelled" and done.cancelled_at is not None
-    counts = done.request_counts
-    assert counts.total == LONG_BATCH and counts.completed + counts.failed == LONG_BATCH
-    assert 10 <= counts.completed < LONG_BATCH
-    output, errors = results_by_custom_id(model_client, done)
-    assert len(output) == counts.completed and len(errors) == counts.failed
-    assert set(output) | set(errors) == {f"slow-{i}" for i in range(LONG_BATCH)}
-    for line in errors.values():
-        assert line["response"] is None
-        assert line["error"] == {
-            "code": "batch_cancelled",
-            "message": "This request was not executed because the batch was cancelled.",
-        }
-    for line in output.values():
-        assert line["response"]["status_code"] == 200
-    with pytest.raises(openai.ConflictError) as info:
-        model_client.batches.cancel(batch.id)
-    assert info.value.body["message"] == "Cannot cancel a batch with status 'cancelled'."
+    try:
+        running = wait_for(
+            model_client, batch.id, statuses=(), timeout=120, until=lambda b: b.request_counts.completed >= 10
+        )
+        assert running.status == "in_progress", running
+        response = httpx.delete(
+            f"{model_server.base_url}/files/{batch.input_file_id}",
+            headers={"Authorization": "Bearer key-a"},
+            timeout=60,
+        )
+        # The input of a running batch stays.
+        assert response.status_code == 409, (response.text, model_client.batches.retrieve(batch.id))
+        cancelling = model_client.batches.cancel(batch.id)
+        assert cancelling.status == "cancelling" and cancelling.cancelling_at is not None
+        done = wait_for(model_client, batch.id, timeout=120)
+        assert done.status == "cancelled" and done.cancelled_at is not None
+        counts = done.request_counts
+        assert counts.total == LONG_BATCH and counts.completed + counts.failed == LONG_BATCH
+        assert 10 <= counts.completed < LONG_BATCH
+        output, errors = results_by_custom_id(model_client, done)
+        assert len(output) == counts.completed and len(errors) == counts.failed
+        assert set(output) | set(errors) == {f"slow-{i}" for i in range(LONG_BATCH)}
+        for line in errors.values():
+            assert line["response"] is None
+            assert line["error"] == {
+                "code": "batch_cancelled",
+                "message": "This request was not executed because the batch was cancelled.",
+            }
+        for line in output.values():
+            assert line["response"]["status_code"] == 200
+        with pytest.raises(openai.ConflictError) as info:
+            model_client.batches.cancel(batch.id)
+        assert info.value.body["message"] == "Cannot cancel a batch with status 'cancelled'."
+    finally:
+        cancel_in_cleanup(model_client, batch.id)  # a failed test leaves no 3000 lines running
 
 
 def test_cancel_of_a_cancelling_batch_is_idempotent(model_client, model_server):
@@ -239,12 +245,13 @@ def test_concurrent_batches_of_two_projects_share_the_engine(model_server, model
 
 
 def test_models_and_health(model_server, model_client):
-    """Both engines are listed as ready, with room for lines, and /health says ok (with no
-    upstreams: both run in-process); an unknown model is a 404."""
+    """Both engines are listed as ready, with room for lines, then the LoRA adapter on the chat
+    engine, and /health says ok (with no upstreams: both run in-process); an unknown model is a 404."""
     models = model_client.models.list().data
     assert [(m.id, m.owned_by, m.engine_state) for m in models] == [
         (CHAT_MODEL, "batchd", EngineState.READY),
         (EMBED_MODEL, "batchd", EngineState.READY),
+        ("tl", "batchd", EngineState.READY),
     ]
     assert all(m.max_lines_in_flight > 0 for m in models), models
     assert model_client.models.retrieve(CHAT_MODEL).id == CHAT_MODEL

@@ -10,7 +10,7 @@ import json
 from harness.client import openai_client
 from harness.fake_fleet import FakeFleet, upstream_config
 from harness.poll import wait_for_batch
-from harness.rss import PeakRss
+from harness.rss import TreeRss
 from harness.server import ServerProcess
 
 LINES = 100_000
@@ -46,7 +46,7 @@ def test_100k_lines_every_custom_id_once_in_bounded_memory(tmp_path):
         server.data_dir.mkdir()
         server.start()
         client = openai_client(server.base_url, "key", timeout=120)
-        with PeakRss(server.pid, interval=0.1) as rss:
+        with TreeRss(server.pid, interval=0.1) as rss:
             file = client.files.create(file=("big.jsonl", _input()), purpose="batch")
             batch = client.batches.create(input_file_id=file.id, endpoint="/v1/embeddings", completion_window="24h")
             batch = wait_for_batch(client, batch.id, timeout=600, interval=0.5)

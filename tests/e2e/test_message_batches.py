@@ -3,12 +3,12 @@ built-in chat model: the same scheduler, files and shards as OpenAI batches."""
 
 from __future__ import annotations
 
-import anthropic
 import pytest
 
 from harness.client import anthropic_client, openai_client
 from harness.poll import wait_until
 from tests.support.batches import CHAT_MODEL, chat_line, create, results_by_custom_id, wait_for
+from tests.support.lazy import anthropic
 from tests.support.metrics import scrape, value
 from tests.support.webhook_receiver import WebhookReceiver
 

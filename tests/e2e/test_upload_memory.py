@@ -10,7 +10,7 @@ import openai
 import pytest
 
 from harness.client import openai_client
-from harness.rss import PeakRss
+from harness.rss import TreeRss
 from harness.server import ServerProcess
 from tests.support import db
 from tests.support.s3 import S3Location
@@ -57,7 +57,7 @@ def test_300_mb_upload_keeps_server_rss_growth_under_100_mb(server, big_file):
     path, sha256 = big_file
     size = path.stat().st_size
     client = openai_client(server.base_url, "x", timeout=600)
-    with PeakRss(server.pid) as rss:
+    with TreeRss(server.pid, interval=0.02) as rss:
         file = client.files.create(file=path, purpose="user_data")
     assert file.bytes == size
     print(f"server RSS growth during a {size / MB:.0f} MB upload: {rss.growth / MB:.1f} MB")
@@ -69,7 +69,7 @@ def test_300_mb_chunked_upload_keeps_server_rss_growth_under_100_mb(server, big_
     path, sha256 = big_file
     size = path.stat().st_size
     client = openai_client(server.base_url, "x", timeout=600)
-    with PeakRss(server.pid) as rss:
+    with TreeRss(server.pid, interval=0.02) as rss:
         upload = client.uploads.upload_file_chunked(
             file=path, mime_type="text/jsonl", purpose="batch", part_size=64 * MB
         )

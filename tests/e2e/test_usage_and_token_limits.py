@@ -22,7 +22,7 @@ from harness.poll import wait_until
 from harness.server import BATCHD, ServerProcess
 from tests.conftest import API_KEYS_ENV
 from tests.support import db
-from tests.support.batches import create, results_by_custom_id, wait_for
+from tests.support.batches import chat_lines, create, results_by_custom_id, wait_for
 
 SECRET = "usage-test-secret"
 TOKEN_LIMIT = 500  # the server-wide default in this cluster
@@ -104,18 +104,6 @@ def cluster(tmp_path_factory, replica_storage_env):
         cluster.stop()
 
 
-def _chat(n: int, model: str, prefix: str, text: str = "hello") -> list[dict]:
-    return [
-        {
-            "custom_id": f"{prefix}-{i}",
-            "method": "POST",
-            "url": "/v1/chat/completions",
-            "body": {"model": model, "messages": [{"role": "user", "content": text}]},
-        }
-        for i in range(n)
-    ]
-
-
 def _embed(n: int, prefix: str) -> list[dict]:
     return [
         {
@@ -140,10 +128,10 @@ def test_usage_sums_equal_the_output_files_of_batches_run_on_two_replicas(cluste
     started = int(time.time())
     a0, a1, b1 = cluster.client(0, "key-a"), cluster.client(1, "key-a"), cluster.client(1, "key-b")
     submitted = [
-        (a0, create(a0, _chat(40, "chat-a", "a1"))),
-        (a1, create(a1, _chat(25, "chat-a", "a2"))),
-        (a0, create(a0, _chat(15, "chat-b", "a3"))),
-        (b1, create(b1, _chat(30, "chat-a", "b1"))),
+        (a0, create(a0, chat_lines(40, "chat-a", "a1"))),
+        (a1, create(a1, chat_lines(25, "chat-a", "a2"))),
+        (a0, create(a0, chat_lines(15, "chat-b", "a3"))),
+        (b1, create(b1, chat_lines(30, "chat-a", "b1"))),
         (b1, create(b1, _embed(35, "b2"), endpoint="/v1/embeddings")),
     ]
     expected: dict[tuple, Counter] = defaultdict(Counter)  # (kind, project, model, batch) -> sums
@@ -255,20 +243,20 @@ def _queued_batch_ids(client) -> set[str]:
 def test_token_limit_applies_per_project_and_model(cluster):
     a, b = cluster.client(0, "key-list"), cluster.client(1, "key-batch-list")
     # 6 lines of 100 tokens: over the 500-token default on their own.
-    too_big = wait_for(a, create(a, _chat(6, "chat-a", "big", TEXT_100_TOKENS)).id)
+    too_big = wait_for(a, create(a, chat_lines(6, "chat-a", "big", TEXT_100_TOKENS)).id)
     error = _token_limit_error(too_big)
     assert error["code"] == "token_limit_exceeded" and error["line"] is None and error["param"] is None
     assert error["message"].startswith("Enqueued token limit reached for chat-a in project proj-list. Limit: 500")
     assert too_big.request_counts.total == 0
 
     # 3 slow lines (300 tokens) stay enqueued while the next batches validate.
-    slow = create(a, _chat(3, "slow-chat", "slow", TEXT_100_TOKENS))
+    slow = create(a, chat_lines(3, "slow-chat", "slow", TEXT_100_TOKENS))
     wait_for(a, slow.id, statuses={"in_progress"}, timeout=60)
-    over = wait_for(a, create(a, _chat(3, "slow-chat", "over", TEXT_100_TOKENS)).id, timeout=60)
+    over = wait_for(a, create(a, chat_lines(3, "slow-chat", "over", TEXT_100_TOKENS)).id, timeout=60)
     assert _token_limit_error(over)["code"] == "token_limit_exceeded"
     # The same project's other model and another project's same model have their own room.
-    other_model = create(a, _chat(3, "chat-a", "other-model", TEXT_100_TOKENS))
-    other_project = create(b, _chat(3, "slow-chat", "other-project", TEXT_100_TOKENS))
+    other_model = create(a, chat_lines(3, "chat-a", "other-model", TEXT_100_TOKENS))
+    other_project = create(b, chat_lines(3, "slow-chat", "other-project", TEXT_100_TOKENS))
     # The queue view: a project's key sees its own project, an admin key every project.
     admin = cluster.client(0, cluster.admin_key)
     wait_until(
@@ -283,12 +271,12 @@ def test_token_limit_applies_per_project_and_model(cluster):
 
     # A project's own limit overrides the default: 0 closes it to new work.
     cluster.batchd("projects", "set", "proj-list", "--max-enqueued-tokens", "0")
-    closed = wait_for(a, create(a, _chat(1, "chat-b", "closed")).id, timeout=60)
+    closed = wait_for(a, create(a, chat_lines(1, "chat-b", "closed")).id, timeout=60)
     assert "Limit: 0 enqueued tokens" in _token_limit_error(closed)["message"]
     cluster.batchd("projects", "set", "proj-list", "--max-enqueued-tokens", "default")
     assert wait_for(a, slow.id, timeout=60).status == "completed"
     # 400 tokens with nothing else of slow-chat enqueued here: under the default again.
-    reopened = wait_for(a, create(a, _chat(4, "slow-chat", "after", TEXT_100_TOKENS)).id, statuses={"in_progress"})
+    reopened = wait_for(a, create(a, chat_lines(4, "slow-chat", "after", TEXT_100_TOKENS)).id, statuses={"in_progress"})
     assert reopened.status == "in_progress"
 
 
@@ -313,7 +301,7 @@ def test_usage_counts_each_line_once_when_a_replica_is_killed_mid_batch(cluster)
     usage of the lines it had stored is not counted twice."""
     cluster.batchd("projects", "set", "proj-a", "--max-enqueued-tokens", "1000000")
     survivor = cluster.client(1, "key-a")
-    batch = create(survivor, _chat(2000, "paced-chat", "crash"))
+    batch = create(survivor, chat_lines(2000, "paced-chat", "crash"))
     wait_for(survivor, batch.id, until=lambda b: b.request_counts.completed >= 300, timeout=120)
     _kill_while_holding_a_shard(cluster, batch.id)
     done = wait_for(survivor, batch.id, timeout=240)

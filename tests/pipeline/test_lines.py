@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from app.pipeline.lines import BadLine, InputLine, load_line, parse_line
+from app.core import jsonbody
+from app.pipeline.lines import BadLine, InputLine, LineIds, ResultLine, dumps, error_line, parse_line, response_line
 
 CHAT = "/v1/chat/completions"
 
@@ -65,11 +66,36 @@ def test_another_endpoint_of_the_batch_is_a_url_mismatch():
 
 def test_the_loader_keeps_long_integers_exact():
     big, low = 2**64 + 1, -(2**63) - 1
-    assert load_line(b'{"a": %d, "b": [%d, 1.5]}' % (big, low)) == {"a": big, "b": [low, 1.5]}
-    assert type(load_line(b'{"a": 12345678901234567890}')["a"]) is int
+    assert jsonbody.loads(b'{"a": %d, "b": [%d, 1.5]}' % (big, low)) == {"a": big, "b": [low, 1.5]}
+    assert type(jsonbody.loads(b'{"a": 12345678901234567890}')["a"]) is int
 
 
 @pytest.mark.parametrize("raw", [b'{"a": NaN}', b'{"a": Infinity}', b'{"a": "\\ud800"}', b'{"a": 1}\xff', b"{"])
 def test_the_loader_refuses_what_is_not_json(raw):
     with pytest.raises(ValueError):
-        load_line(raw)
+        jsonbody.loads(raw)
+
+
+def test_a_result_line_reads_its_outcome_and_code():
+    ok = ResultLine.of(response_line("a", 200, "req_1", {"choices": []}))
+    assert (ok.custom_id, ok.failed, ok.code, ok.request_id) == ("a", False, None, "req_1")
+    refused = ResultLine.of(response_line("b", 400, "req_2", {"error": {"type": "BadRequestError", "code": None}}))
+    assert (refused.failed, refused.code) == (True, "BadRequestError")
+    never_ran = ResultLine.read(dumps(error_line(7, "batch_expired", "late")).encode())
+    assert (never_ran.custom_id, never_ran.failed, never_ran.code, never_ran.body) == (7, True, "batch_expired", None)
+    for raw in (b"[1]", b'{"response": null}', b"{"):
+        with pytest.raises(ValueError):
+            ResultLine.read(raw)
+
+
+def test_line_ids_count_lines_without_a_custom_id():
+    ids = LineIds()
+    for custom_id in ("a", 2, None, None):
+        ids.add(custom_id)
+    assert (ids.custom_ids, ids.anonymous, len(ids)) == ({"a", "2"}, 2, 4)
+
+
+def test_a_run_of_digits_that_is_no_big_integer_keeps_the_fast_parse():
+    text = f'{{"id": "12345678901234567890", "x": 0.00012345678901234567, "n": {2**70}}}'
+    assert jsonbody.loads(text) == {"id": "12345678901234567890", "x": 0.00012345678901234567, "n": 2**70}
+    assert jsonbody.may_hold_long_integer(b"a1234567890123456789") and not jsonbody.may_hold_long_integer(b"123")

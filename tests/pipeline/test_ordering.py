@@ -37,6 +37,19 @@ def test_reordering_never_looks_past_the_buffer():
     assert {line.line_no for line in ordered[4:]} == {4, 5, 6, 7}
 
 
+def test_lines_of_a_base_and_its_adapter_are_grouped_by_model_first():
+    """A batch may mix a base model and its LoRA adapters: each model's lines run together."""
+    lines = [_chat(i, f"document {i % 2}", f"question {i}") for i in range(8)]
+    for line in lines:
+        line.body["model"] = "tl" if line.line_no % 3 else "base"
+    ordered = asyncio.run(_collect(lines))
+    models = [line.body["model"] for line in ordered]
+    assert models == sorted(models)
+    for model in ("base", "tl"):
+        keys = [prefix_key(line.body) for line in ordered if line.body["model"] == model]
+        assert keys == sorted(keys)
+
+
 def test_prompt_text_reads_every_endpoint_shape():
     assert prompt_text({"prompt": "abc"}) == "abc"
     assert prompt_text({"input": ["first", "second"]}) == "first"

@@ -83,3 +83,15 @@ def test_tokens_are_counted_token_chunk_lines_a_call():
     result = _validate(b"\n".join(_line(i) for i in range(lines)), 1024 * 1024, checker, max_lines=lines)
     assert (result.errors, result.prompt_tokens) == ([], 2 * lines)
     assert sum(checker.counted) == lines and max(checker.counted) == TOKEN_CHUNK
+
+
+def _capped(i: int, **cap: int) -> bytes:
+    body = {"model": "m", "messages": [{"role": "user", "content": "Hi"}], **cap}
+    return json.dumps({"custom_id": f"c{i}", "method": "POST", "url": "/v1/chat/completions", "body": body}).encode()
+
+
+@pytest.mark.parametrize("chunk", [5, 1024 * 1024])
+def test_the_output_bound_is_counted_with_the_tokens(chunk):
+    lines = [_capped(0, max_tokens=7), _capped(1, max_completion_tokens=3, max_tokens=50), _capped(2), _line(3)]
+    result = _validate(b"\n".join(lines), chunk)
+    assert (result.capped_output_tokens, result.uncapped_lines, result.uncapped_prompt_tokens) == (10, 2, 4)

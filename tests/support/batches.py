@@ -22,6 +22,20 @@ def jsonl(lines: list[dict]) -> bytes:
     return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
 
 
+def chat_lines(n: int, model: str, prefix: str, text: str = "hello") -> list[dict]:
+    """`n` chat lines for `model` whose body is only the model and one message (no max_tokens:
+    the limit tests count what a model's own bound makes of it)."""
+    return [
+        {
+            "custom_id": f"{prefix}-{i}",
+            "method": "POST",
+            "url": "/v1/chat/completions",
+            "body": {"model": model, "messages": [{"role": "user", "content": text}]},
+        }
+        for i in range(n)
+    ]
+
+
 def chat_line(custom_id: str, text: str = "Hello world!", max_tokens: int = 8, **body) -> dict:
     return {
         "custom_id": custom_id,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from harness.server import ServerProcess
@@ -11,7 +10,7 @@ from harness.server import ServerProcess
 def scrape(server: ServerProcess, token: str | None = None) -> dict[tuple[str, tuple], float]:
     """{(sample name, sorted label items): value} of every sample."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    response = httpx.get(server.base_url.removesuffix("/v1") + "/metrics", headers=headers, timeout=30)
+    response = server.http.get(server.base_url.removesuffix("/v1") + "/metrics", headers=headers)
     response.raise_for_status()
     return {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value

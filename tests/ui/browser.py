@@ -68,7 +68,9 @@ def unexpected_errors(driver: webdriver.Chrome) -> list[dict]:
     ]
 
 
-def eventually(probe: Callable[[], T | None], timeout: float = 30, interval: float = 0.1, what: str = "") -> T:
+def eventually(
+    probe: Callable[[], T | None], timeout: float = 30, interval: float = 0.1, what: str | Callable[[], str] = ""
+) -> T:
     """The one bounded poll (harness.poll.wait_until) over a page that re-renders: a probe that
     finds its element stale or not there yet counts as not yet, and the last such error is told."""
     last_error: list[Exception] = []
@@ -80,7 +82,10 @@ def eventually(probe: Callable[[], T | None], timeout: float = 30, interval: flo
             last_error[:] = [exc]
             return None
 
-    return wait_until(tolerant, timeout, lambda: f"{what or probe}: {last_error[-1:]!r}", interval)
+    def told() -> str:
+        return f"{(what() if callable(what) else what) or probe}: {last_error[-1:]!r}"
+
+    return wait_until(tolerant, timeout, told, interval)
 
 
 # The click runs in a task of its own, after the script has returned: a click that opens a confirm

@@ -1,5 +1,6 @@
 """The dashboard in a real headless Chromium against a real `batchd serve` running the built-in
-models: sign in, watch a batch run to completion, cancel one, download and upload files."""
+models: sign in, watch a batch run to completion, cancel one, download and upload files, quote
+and create a batch."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 from harness.client import openai_client
+from harness.poll import wait_until
 from harness.server import BATCHD
-from tests.support.batches import cancel_in_cleanup, chat_line, create, wait_for
+from tests.support.batches import CHAT_MODEL, cancel_in_cleanup, chat_line, create, jsonl, upload, wait_for
 from tests.ui.browser import click_in_page, eventually, missing_browser, start_chromium, unexpected_errors
 
 # The page is the same whatever the database; one backend is enough for the browser (the API
@@ -227,9 +229,10 @@ _MODEL_ROWS = """return [...document.querySelectorAll('tr[data-model-id]')].map(
 
 
 def test_models_page_shows_each_engine(browser, model_client):
-    """One row per served model, no other, each with its engine's state badge and its capacity."""
+    """One row per served model (the LoRA adapter `tl` too), no other, each with its engine's
+    state badge and its capacity."""
     models = {m.id: m for m in model_client.models.list()}
-    assert len(models) == 2, models
+    assert len(models) == 3, models
     _go(browser, "/models")
     rows = eventually(lambda: browser.execute_script(_MODEL_ROWS), what="the model rows")
     assert sorted(rows) == sorted(
@@ -359,9 +362,12 @@ _TEXT_IN_PAGE = "const el = document.querySelector(arguments[0]); return el ? el
 
 
 def test_queue_page_shows_the_projects_running_batch_with_its_share(browser, model_client):
-    batch = create(
-        model_client, [chat_line(f"q-{i}", f"queue line {i}", max_tokens=128, ignore_eos=True) for i in range(300)]
-    )
+    # A few short lines end within a few engine steps (the batch counts as running once lines are
+    # done); the long ones keep it running. All long, none ended before the first wave of ~256
+    # lines had decoded 128 tokens, which took over two minutes on a loaded host (CI at b03dae5).
+    short = [chat_line(f"q-short-{i}", f"queue line {i}", max_tokens=1) for i in range(4)]
+    long = [chat_line(f"q-{i}", f"queue line {i}", max_tokens=128, ignore_eos=True) for i in range(300)]
+    batch = create(model_client, short + long)
     try:
         _go(browser, "/batches")
         click_in_page(browser, 'nav a[data-page="queue"]')
@@ -379,9 +385,146 @@ def test_queue_page_shows_the_projects_running_batch_with_its_share(browser, mod
                 all(part in (browser.execute_script(_TEXT_IN_PAGE, card) or "") for part in ("share 100%", "running"))
                 and browser.execute_script(_TEXT_IN_PAGE, card)
             ),
-            what="the project's batch running with the whole share",
+            what=lambda: (
+                f"the project's batch running with the whole share; the card: {browser.execute_script(_TEXT_IN_PAGE, card)!r}"
+            ),
             timeout=120,
         )
         assert "weight 1" in text
     finally:
         cancel_in_cleanup(model_client, batch.id)
+
+
+# A request row as the Requests page shows it: its data attributes and each cell's text.
+_REQUEST_ROW = """const row = document.querySelector(arguments[0]);
+if (!row) return null;
+return {...row.dataset, cells: [...row.querySelectorAll('td')].map((td) => td.innerText)};"""
+
+
+def test_requests_page_shows_a_completed_background_response_and_a_flex_call(browser, model_client):
+    created = model_client.responses.create(
+        model=CHAT_MODEL, input="dashboard request", background=True, max_output_tokens=8
+    )
+    done = wait_until(
+        lambda: (r := model_client.responses.retrieve(created.id)).status in ("completed", "incomplete") and r,
+        timeout=180,
+        what=f"response {created.id} to end",
+        interval=0.2,
+    )
+    assert done.usage is not None
+    model_client.chat.completions.create(
+        model=CHAT_MODEL, messages=[{"role": "user", "content": "flex"}], max_tokens=4, service_tier="flex"
+    )
+    _go(browser, "/batches")
+    click_in_page(browser, 'nav a[data-page="requests"]')
+    row = eventually(
+        lambda: browser.execute_script(_REQUEST_ROW, f'#requests tr[data-request-id="{created.id}"]'),
+        what="the background response on the Requests page",
+    )
+    request, lane, status, model, latency, tokens = row["cells"]
+    assert (row["lane"], lane) == ("background", "background")
+    assert row["status"] == status.replace(" ", "_") == done.status
+    assert created.id in request and "/v1/responses" in request
+    assert model == CHAT_MODEL and latency.endswith("s") and "so far" not in latency
+    assert tokens == f"{done.usage.total_tokens:,}"
+    flex = eventually(
+        lambda: browser.execute_script(_REQUEST_ROW, '#requests tr[data-lane="flex"]'),
+        what="the flex call on the Requests page",
+    )
+    assert flex["status"] == "completed" and flex["requestId"].startswith("flex_")
+    assert "/v1/chat/completions" in flex["cells"][0] and flex["cells"][3] == CHAT_MODEL
+
+
+CHAT = "/v1/chat/completions"
+# The quote as the page shows it: data-field -> text, and the window badge's state.
+_QUOTE = """const card = document.querySelector('#quote .quote');
+if (!card) return null;
+const fields = Object.fromEntries([...card.querySelectorAll('dd[data-field]')].map((dd) => [dd.dataset.field, dd.textContent]));
+return {fields, feasible: card.dataset.feasible, badge: card.querySelector('#quote-window').textContent};"""
+_QUOTE_ERRORS = """return [...document.querySelectorAll('#quote-errors tbody tr')].map(
+  (row) => [...row.querySelectorAll('td')].map((td) => td.textContent));"""
+
+
+def _estimate(client, file_id: str) -> dict:
+    body = {"input_file_id": file_id, "endpoint": CHAT, "completion_window": "24h"}
+    return client.post("/batches/estimate", body=body, cast_to=object)
+
+
+def _batches_of(client, file_id: str) -> list:
+    return [b for b in client.batches.list(limit=100) if b.input_file_id == file_id]
+
+
+def _a_measured_rate(client) -> None:
+    """Quotes project a finish from the model's rate: a completed chat batch that ran a second
+    or more gives it one (an earlier test's may already have)."""
+    probe = upload(client, [chat_line("probe")])
+    for lines, tokens in ((200, 32), (1500, 64)):
+        if _estimate(client, probe.id)["lines_per_second"]:
+            return
+        batch = create(client, [chat_line(f"rate-{i}", max_tokens=tokens, ignore_eos=True) for i in range(lines)])
+        assert wait_for(client, batch.id, timeout=300).status == "completed"
+    assert _estimate(client, probe.id)["lines_per_second"], "no rate after two batches"
+
+
+def _new_batch_form(browser, file_id: str) -> None:
+    """The batches page's New batch link, then the uploaded file picked in the form."""
+    _go(browser, "/batches")
+    click_in_page(browser, "a#new-batch")
+    eventually(
+        lambda: browser.find_elements(By.CSS_SELECTOR, f'#new-batch-file option[value="{file_id}"]'),
+        what="the file in the form's list",
+    )
+    Select(browser.find_element(By.ID, "new-batch-file")).select_by_value(file_id)
+    Select(browser.find_element(By.ID, "new-batch-endpoint")).select_by_value(CHAT)
+    assert browser.find_element(By.ID, "new-batch-window").get_attribute("value") == "24h"
+
+
+def test_quote_before_create_shows_the_lines_tokens_and_finish_and_creates_nothing(browser, model_client, tmp_path):
+    _a_measured_rate(model_client)
+    lines = [chat_line(f"quote-{i}", f"quote line {i}", max_tokens=8) for i in range(3)]
+    path = tmp_path / "quote-me.jsonl"
+    path.write_bytes(jsonl(lines))
+    _go(browser, "/files")
+    Select(eventually(lambda: browser.find_element(By.ID, "upload-purpose"), what="purpose")).select_by_value("batch")
+    browser.find_element(By.ID, "upload-input").send_keys(str(path))
+    status = eventually(
+        lambda: "Uploaded" in (text := browser.find_element(By.ID, "upload-status").text) and text,
+        what="upload status",
+    )
+    file_id = status.split(" as ")[1].rstrip(".")
+
+    _new_batch_form(browser, file_id)
+    browser.find_element(By.ID, "get-quote").click()
+    shown = eventually(lambda: browser.execute_script(_QUOTE), what="the quote")
+    want = _estimate(model_client, file_id)
+    fields = shown["fields"]
+    assert (fields["model"], fields["lines"]) == (CHAT_MODEL, "3")
+    assert fields["input-tokens"] == f"{want['input_tokens']:,}" and want["input_tokens"] > 0
+    assert fields["output-tokens"] == "24"  # each line's max_tokens 8
+    assert fields["cost"] == "— (the model has no pricing)"
+    assert fields["finish"].startswith("20") and "(in " in fields["finish"], fields
+    assert fields["start"].startswith("20"), fields
+    assert (shown["feasible"], shown["badge"]) == ("true", "fits the window")
+    assert _batches_of(model_client, file_id) == []  # the quote created nothing
+
+    browser.find_element(By.ID, "create-batch").click()
+    created = eventually(lambda: _batches_of(model_client, file_id), what="the batch created by the form")
+    assert len(created) == 1
+    batch = created[0]
+    assert (batch.endpoint, batch.completion_window) == (CHAT, "24h")
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f'#batch[data-batch-id="{batch.id}"]'), what="its page")
+    done = wait_for(model_client, batch.id, timeout=120)
+    assert (done.status, done.request_counts.total, done.usage.input_tokens) == ("completed", 3, want["input_tokens"])
+
+
+def test_quote_of_an_invalid_file_shows_its_line_errors_before_create(browser, model_client):
+    data = jsonl([chat_line("bad-1")]) + b"{not json\n" + jsonl([chat_line("bad-1")])
+    file = upload(model_client, data, name="broken.jsonl")
+    _new_batch_form(browser, file.id)
+    browser.find_element(By.ID, "get-quote").click()
+    rows = eventually(lambda: browser.execute_script(_QUOTE_ERRORS), what="the quote's line errors")
+    errors = _estimate(model_client, file.id)["errors"]["data"]
+    assert rows == [[str(e["line"]), e["code"], e["param"] or "", e["message"]] for e in errors]
+    assert [(row[0], row[1]) for row in rows] == [("2", "invalid_json_line"), ("3", "duplicate_custom_id")]
+    assert "would fail validation: 2 line error(s)" in browser.find_element(By.ID, "quote-invalid").text
+    assert _batches_of(model_client, file.id) == []

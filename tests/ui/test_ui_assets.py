@@ -22,10 +22,10 @@ NOT_FETCHED = {"http://www.w3.org/2000/svg"}
 
 
 def _ui(server) -> str:
-    return f"http://127.0.0.1:{server.port}"
+    return server.base_url.removesuffix("/v1")
 
 
-def _crawl(base: str) -> dict[str, httpx.Response]:
+def _crawl(server) -> dict[str, httpx.Response]:
     """Every resource reachable from /ui through its references, fetched without a key."""
     seen: dict[str, httpx.Response] = {}
     todo = ["/ui"]
@@ -33,7 +33,7 @@ def _crawl(base: str) -> dict[str, httpx.Response]:
         path = todo.pop()
         if path in seen:
             continue
-        response = httpx.get(base + path)
+        response = server.http.get(_ui(server) + path)
         seen[path] = response
         for match in REFERENCE.finditer(response.text):
             ref = next(group for group in match.groups() if group).strip("'\"")
@@ -46,7 +46,7 @@ def _crawl(base: str) -> dict[str, httpx.Response]:
 
 
 def test_ui_and_its_assets_are_served_without_a_key(server):
-    resources = _crawl(_ui(server))
+    resources = _crawl(server)
     assert {"/ui", "/ui/static/app.css", "/ui/static/js/main.js", "/ui/static/js/api.js"} <= set(resources)
     for path, response in resources.items():
         assert response.status_code == 200, path
@@ -60,29 +60,29 @@ def test_ui_and_its_assets_are_served_without_a_key(server):
 
 
 def test_pages_reference_no_external_url(server):
-    for path, response in _crawl(_ui(server)).items():
+    for path, response in _crawl(server).items():
         urls = set(ANY_URL.findall(response.text)) - NOT_FETCHED
         assert not urls, f"{path} names {urls}"
 
 
 def test_page_forbids_other_origins_and_inline_code(server):
-    response = httpx.get(_ui(server) + "/ui")
+    response = server.http.get(_ui(server) + "/ui")
     csp = response.headers["content-security-policy"]
     assert "default-src 'none'" in csp and "script-src 'self'" in csp and "connect-src 'self'" in csp
     assert "unsafe-inline" not in csp
     assert "<script>" not in response.text and " style=" not in response.text
-    assert httpx.get(_ui(server) + "/ui/", follow_redirects=True).url.path == "/ui"
+    assert server.http.get(_ui(server) + "/ui/", follow_redirects=True).url.path == "/ui"
 
 
 def test_the_api_still_needs_a_key(server):
-    response = httpx.get(server.base_url + "/batches")
+    response = server.http.get(server.base_url + "/batches")
     assert response.status_code == 401 and response.json()["error"]["type"] == "invalid_request_error"
 
 
 def test_unknown_asset_is_404(server):
     """A name that is not an asset is a 404 beside one that is served, and so is a path that
     climbs out of the asset directory (the package's own modules stay unreadable)."""
-    known = httpx.get(_ui(server) + "/ui/static/js/main.js")
+    known = server.http.get(_ui(server) + "/ui/static/js/main.js")
     assert known.status_code == 200 and known.text == (STATIC / "js" / "main.js").read_text()
     for path in (
         "/ui/static/nope.js",
@@ -90,7 +90,7 @@ def test_unknown_asset_is_404(server):
         "/ui/static/../routes.py",
         "/ui/static/%2e%2e/routes.py",
     ):
-        response = httpx.get(_ui(server) + path)
+        response = server.http.get(_ui(server) + path)
         assert response.status_code == 404, (path, response.status_code, response.text[:80])
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.worker.support import migrated_database
+from tests.support.database import migrated_database
 
 
 @pytest.fixture(scope="session")

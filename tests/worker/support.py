@@ -1,20 +1,14 @@
-"""A migrated database (SQLite or Postgres, by the `backend` parameter) and rows put straight into
-it, for driving the worker's claim, lease and finalize decisions without a server or an engine."""
+"""Rows put straight into a migrated database (tests/support/database.py), for driving the
+worker's claim, lease and finalize decisions without a server or an engine."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-from pathlib import Path
-
+from app.core.chunk_format import encode
 from app.core.statuses import BatchStatus
-from app.db.base import Base
 from app.db.engine import Database
-from app.db.migrate import upgrade_sync
 from app.db.models import Batch
 from app.db.repositories.batches import BatchRepository, Claim, LineRow
 from app.db.repositories.shards import ShardClaim, ShardRepository, ShardSpan
-from app.pipeline.chunk_lines import encode
 from app.storage.base import BlobStore
 
 PROJECT = "p"
@@ -22,43 +16,11 @@ LEASE = 10.0
 # Far in the future: a batch that does not expire during a test.
 NEVER = 2**40
 
-Scenario = Callable[[Database], Awaitable[None]]
-
-
-def migrated_database(database_factory, tmp_path: Path) -> str:
-    """The URL of a database of the backend's kind, migrated to head."""
-    url = database_factory() or f"sqlite+aiosqlite:///{tmp_path / 'batchd.db'}"
-    upgrade_sync(url)
-    return url
-
-
-def run_on_database(url: str, scenario: Scenario) -> None:
-    """Run `scenario` against the database at `url`, emptied first (it is migrated once and
-    shared by the worker tests: migrating takes longer than the tests)."""
-
-    async def main() -> None:
-        db = Database(url)
-        try:
-            async with db.write() as session:
-                for table in reversed(Base.metadata.sorted_tables):
-                    await session.execute(table.delete())
-            await scenario(db)
-        finally:
-            await db.dispose()
-
-    asyncio.run(main())
-
 
 async def add_batch(
-    db: Database,
-    batch_id: str,
-    status: BatchStatus,
-    *,
-    expires_at: int = NEVER,
-    in_progress_at: int | None = None,
-    total: int = 0,
-    input_file_id: str = "file-in",
+    db: Database, batch_id: str, status: BatchStatus, *, input_file_id: str = "file-in", **columns
 ) -> None:
+    """A batch row of PROJECT's; `columns` set any other column (expires_at is NEVER unless given)."""
     async with db.write() as session:
         session.add(
             Batch(
@@ -69,9 +31,7 @@ async def add_batch(
                 completion_window="24h",
                 status=status,
                 created_at=0,
-                expires_at=expires_at,
-                in_progress_at=in_progress_at,
-                total=total,
+                **{"expires_at": NEVER, **columns},
             )
         )
 

@@ -10,7 +10,8 @@ from app.core.statuses import BatchStatus, ShardStatus
 from app.db.engine import Database
 from app.db.repositories.batches import BatchRepository, LeaseLost
 from app.db.repositories.shards import ShardRepository, ShardSpan
-from tests.worker.support import LEASE, add_batch, add_shards, claim_batch, claim_shard, load, run_on_database
+from tests.support.database import run_on_database
+from tests.worker.support import LEASE, add_batch, add_shards, claim_batch, claim_shard, load
 
 T0 = 1000.0
 

@@ -11,23 +11,23 @@ import time
 from sqlalchemy import select, update
 
 from app.core import jsonbody
+from app.core.chunk_format import decode, unpack_line_nos
 from app.core.config import Settings
 from app.core.statuses import BatchStatus, ShardStatus, WebhookEventType
 from app.db.engine import Database
 from app.db.models import Batch, File, WebhookEvent
 from app.db.repositories.batches import BatchRepository, LineRow
-from app.db.repositories.chunks import ChunkRepository, unpack_line_nos
+from app.db.repositories.chunks import ChunkRepository
 from app.db.repositories.shards import ShardRepository
 from app.engine.boot import NoModels
-from app.pipeline.chunk_lines import chunk_bytes, decode
+from app.pipeline.chunk_blobs import chunk_bytes
 from app.pipeline.shards import cut_shards
-from app.services.batch_results import sweep_expired_results
 from app.storage.local import LocalBlobStore
 from app.worker.batch_run import BatchRun
 from app.worker.context import WorkerContext
 from app.worker.finalize import finalize
+from tests.support.database import run_on_database as run_on
 from tests.worker.support import LEASE, PROJECT, add_batch, add_shards, claim_batch, claim_shard, load, record
-from tests.worker.support import run_on_database as run_on
 
 CUSTOM_IDS = ["c1", "c2", "c3", "c4"]
 
@@ -110,14 +110,8 @@ def test_every_shard_done_completes_with_both_files(db_url, tmp_path):
         assert await _file_lines(ctx, batch.error_file_id) == [{"custom_id": "c3", "ran": True}]
         assert await _file_rows(db) == ["batch_1_error.jsonl", "batch_1_output.jsonl"]
         assert await _events(db) == [("batch_1", WebhookEventType.BATCH_COMPLETED)]
-        # Its chunks stay while its results are kept (30 days), then the sweep takes rows and blobs
+        # Its chunks stay while its results are kept (their expiry: tests/background/test_expiry.py)
         assert len(await _chunk_lines(ctx, "batch_1")) == 4
-        assert await sweep_expired_results(db, ctx.store) == 0
-        async with db.write() as session:
-            await session.execute(update(Batch).where(Batch.id == "batch_1").values(completed_at=1))
-        assert await sweep_expired_results(db, ctx.store) == 2
-        assert await _chunk_lines(ctx, "batch_1") == []
-        assert not await ctx.store.exists(PROJECT, "chunk-0") and not await ctx.store.exists(PROJECT, "chunk-1")
 
     run_on(db_url, scenario)
 

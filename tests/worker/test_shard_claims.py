@@ -12,7 +12,8 @@ from app.db.engine import Database
 from app.db.repositories.batches import BatchRepository, LeaseLost, LineRow
 from app.db.repositories.shards import ShardRepository, ShardSpan
 from app.storage.local import LocalBlobStore
-from tests.worker.support import LEASE, add_batch, add_shards, claim_shard, load, record, run_on_database
+from tests.support.database import run_on_database
+from tests.worker.support import LEASE, add_batch, add_shards, claim_shard, load, record
 
 T0 = 1000.0
 SPANS = [

@@ -26,7 +26,8 @@ from app.worker import checkpoint as checkpoint_module
 from app.worker.checkpoint import Checkpoint
 from app.worker.runner import IDLE_POLL_SECONDS, Worker
 from app.worker.shard_run import ShardRun, shard_start
-from tests.worker.support import PROJECT, add_batch, add_shards, claim_shard, run_on_database
+from tests.support.database import run_on_database
+from tests.worker.support import PROJECT, add_batch, add_shards, claim_shard
 
 T0 = 100.0
 

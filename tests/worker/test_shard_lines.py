@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from app.pipeline.chunk_lines import decode_columns, encode_line
+from app.core.chunk_format import decode_columns, encode_line
 from app.worker.chunks import FinishedLine, ShardLines, _lines_one_by_one
 
 

@@ -4,6 +4,7 @@ from app.db.models.api_key import ApiKey
 from app.db.models.audit_log import AuditLog
 from app.db.models.batch import Batch, BatchChunk, BatchPromptTokens
 from app.db.models.file import File
+from app.db.models.idempotency_key import IdempotencyKey
 from app.db.models.project import Project
 from app.db.models.rate_limit import ProjectRateLimit
 from app.db.models.served_model import ServedModel
@@ -20,6 +21,7 @@ __all__ = [
     "BatchPromptTokens",
     "BatchShard",
     "File",
+    "IdempotencyKey",
     "Project",
     "ProjectRateLimit",
     "ServedModel",

@@ -29,7 +29,10 @@ class Batch(Base):
     error_file_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
     created_at: Mapped[int] = mapped_column(BigInteger)
-    expires_at: Mapped[int] = mapped_column(BigInteger)
+    expires_at: Mapped[int] = mapped_column(BigInteger)  # the hard expiry: not done by then, it ends `expired`
+    # The deadline the scheduler orders work by, when earlier than `expires_at` (a background
+    # response's short-deadline lane); None: `expires_at`. Passing it ends nothing.
+    due_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     in_progress_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     finalizing_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     completed_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
@@ -71,6 +74,11 @@ class Batch(Base):
     # The blob of the input's lines in prompt-prefix order (app/pipeline/prefix_order.py) that the
     # shards are byte ranges of, while the batch runs; None: the shards are ranges of the input.
     ordered_input: Mapped[str | None] = mapped_column(String(96), nullable=True)
+
+    @property
+    def deadline(self) -> int:
+        """The deadline that orders the batch's work: `due_at` when set, else `expires_at`."""
+        return self.expires_at if self.due_at is None else self.due_at
 
     @property
     def shard_source(self) -> str:

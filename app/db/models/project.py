@@ -16,6 +16,7 @@ class Project(Base):
         CheckConstraint(
             "max_enqueued_tokens IS NULL OR max_enqueued_tokens >= 0", name="max_enqueued_tokens_not_negative"
         ),
+        CheckConstraint("retention_days IS NULL OR retention_days >= 1", name="retention_days_positive"),
     )
 
     name: Mapped[str] = mapped_column(String(128), primary_key=True)
@@ -35,3 +36,6 @@ class Project(Base):
     # list); None: every model.
     model_permissions_mode: Mapped[str | None] = mapped_column(String(16), nullable=True)
     model_ids: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Its files (batch inputs and outputs among them) and its ended batches' results are deleted
+    # this many days after they were made; None: kept until they expire.
+    retention_days: Mapped[int | None] = mapped_column(Integer, nullable=True)

@@ -17,6 +17,7 @@ from sqlalchemy.orm import aliased
 from app.core.statuses import (
     ACTIVE_BATCH_STATUSES,
     CANCELLABLE_BATCH_STATUSES,
+    SINGLE_REQUEST_APIS,
     TERMINAL_BATCH_STATUSES,
     BatchStatus,
     ShardStatus,
@@ -72,7 +73,12 @@ class BatchRepository(ProjectScopedRepository[Batch]):
     # -- API side (project-scoped) ------------------------------------------------------------
 
     def scoped(self, project: str | None) -> Select[Batch]:
-        """The project's batches the API shows: not deleted (a deleted id still works as a cursor)."""
+        """The project's batches the batch APIs show: not deleted (a deleted id still works as a
+        cursor), and not single requests (background responses: only `/v1/responses` shows those;
+        flex requests: none)."""
+        return self.not_deleted(project).where(Batch.api.not_in(SINGLE_REQUEST_APIS))
+
+    def not_deleted(self, project: str | None) -> Select[Batch]:
         return super().scoped(project).where(Batch.deleted_at.is_(None))
 
     async def mark_deleted(self, batch: Batch, now: int) -> bool:

@@ -1,11 +1,9 @@
-"""SQL for checkpoint chunks (app/worker/chunks.py has their format): which lines of a shard are
+"""SQL for checkpoint chunks (app/core/chunk_format.py has their format): which lines of a shard are
 recorded, and in which blobs."""
 
 from __future__ import annotations
 
-import sys
-from array import array
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import cast
 
 from sqlalchemy import Table, delete, func, insert, select
@@ -14,24 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.statuses import TERMINAL_BATCH_STATUSES
 from app.db.models import Batch, BatchChunk
 
-
-def pack_line_nos(line_nos: Iterable[int]) -> bytes:
-    """A chunk's line numbers as stored: uint32, little-endian."""
-    packed = array("I", line_nos)
-    if sys.byteorder == "big":
-        packed.byteswap()
-    return packed.tobytes()
-
-
-def unpack_line_nos(data: bytes) -> array:
-    packed = array("I")
-    packed.frombytes(data)
-    if sys.byteorder == "big":
-        packed.byteswap()
-    return packed
-
-
 _ADD_CHUNK = insert(cast(Table, BatchChunk.__table__))
+# When a batch ended, whichever way.
+_ENDED_AT = func.coalesce(Batch.completed_at, Batch.cancelled_at, Batch.expired_at, Batch.failed_at)
 
 
 class ChunkRepository:
@@ -97,18 +80,33 @@ class ChunkRepository:
         """Delete up to `limit` chunks of ended batches whose results expired (as their output
         files do: `output_expires_after`, else `default_ttl`, after the end); returns (project,
         blob id) of each, to delete after the commit."""
-        ended = func.coalesce(Batch.completed_at, Batch.cancelled_at, Batch.expired_at, Batch.failed_at)
         ttl = func.coalesce(Batch.output_expires_after, default_ttl)
         result = await self.session.execute(
             select(BatchChunk.id, Batch.project, BatchChunk.blob_id)
             .join(Batch, Batch.id == BatchChunk.batch_id)
-            .where(Batch.status.in_(TERMINAL_BATCH_STATUSES), ended + ttl <= now)
+            .where(Batch.status.in_(TERMINAL_BATCH_STATUSES), _ENDED_AT + ttl <= now)
             .limit(limit)
         )
         rows = result.all()
         if rows:
             await self.session.execute(delete(BatchChunk).where(BatchChunk.id.in_([row.id for row in rows])))
         return [(project, blob_id) for _, project, blob_id in rows if blob_id is not None]
+
+    async def batches_ended_before(self, project: str, cutoff: int, limit: int) -> list[str]:
+        """Ids of the project's batches that ended at or before `cutoff` and still have results."""
+        has_results = select(BatchChunk.id).where(BatchChunk.batch_id == Batch.id).exists()
+        result = await self.session.execute(
+            select(Batch.id)
+            .where(
+                Batch.project == project,
+                Batch.status.in_(TERMINAL_BATCH_STATUSES),
+                _ENDED_AT <= cutoff,
+                has_results,
+            )
+            .order_by(Batch.seq)
+            .limit(limit)
+        )
+        return list(result.scalars().all())
 
     async def blob_ids(self) -> AsyncIterator[tuple[str, str]]:
         """(project, blob id) of every chunk: blobs the store holds for batches in flight."""
@@ -120,4 +118,4 @@ class ChunkRepository:
                 yield project, blob_id
 
 
-__all__ = ["ChunkRepository", "pack_line_nos", "unpack_line_nos"]
+__all__ = ["ChunkRepository"]

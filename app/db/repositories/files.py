@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator, Sequence
 
 from sqlalchemy import Select, delete, or_, select, update
 
+from app.core.statuses import ACTIVE_BATCH_STATUSES
 from app.db.base import rowcount
-from app.db.models import File
+from app.db.models import Batch, File
 from app.db.repositories.base import ProjectScopedRepository
 
 
@@ -37,6 +38,20 @@ class FileRepository(ProjectScopedRepository[File]):
         await self.session.execute(
             update(File).where(File.seq == file.seq, File.deleted_at.is_(None)).values(deleted_at=now)
         )
+
+    async def made_before(self, project: str, cutoff: int, limit: int) -> Sequence[File]:
+        """The project's live files made at or before `cutoff`, oldest first, except the inputs
+        of its batches still running (they are needed until the batch ends)."""
+        running_inputs = select(Batch.input_file_id).where(
+            Batch.project == project, Batch.status.in_(ACTIVE_BATCH_STATUSES)
+        )
+        result = await self.session.execute(
+            self.scoped(project)
+            .where(File.created_at <= cutoff, File.id.not_in(running_inputs))
+            .order_by(File.seq)
+            .limit(limit)
+        )
+        return result.scalars().all()
 
     async def take_expired(self, now: int, limit: int) -> Sequence[File]:
         """Expired files not yet swept, across projects, marked deleted in the same statement

@@ -21,6 +21,15 @@ class ProjectRepository:
         result = await self.session.execute(select(Project).order_by(Project.name))
         return result.scalars().all()
 
+    async def retention(self) -> list[tuple[str, int]]:
+        """(name, retention days) of every project that has a retention period."""
+        result = await self.session.execute(
+            select(Project.name, Project.retention_days)
+            .where(Project.retention_days.is_not(None))
+            .order_by(Project.name)
+        )
+        return [(name, days) for name, days in result.all() if days is not None]
+
     async def is_archived(self, name: str) -> bool:
         result = await self.session.execute(select(Project.archived_at).where(Project.name == name))
         return result.scalar_one_or_none() is not None

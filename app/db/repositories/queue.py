@@ -1,5 +1,6 @@
 """Reads for scheduling across replicas: the batches waiting or running, which of them have a
-shard free to claim, and how many shards each project runs where (live leases only)."""
+shard free to claim, how many shards each project runs where (live leases only), and how fast a
+model's last batches ran."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ class QueueRepository:
                 str(b.status),
                 b.completion_window,
                 b.created_at,
-                b.expires_at,
+                b.deadline,
                 b.in_progress_at,
                 b.total,
                 b.completed + b.failed,
@@ -41,7 +42,27 @@ class QueueRepository:
             for b in rows
         ]
 
+    async def finished_runs(self, model: str, last: int) -> list[tuple[int, float]]:
+        """The `last` completed batches of `model`, latest first: (lines, seconds from
+        in_progress to finalizing) of each."""
+        query = (
+            select(Batch.completed + Batch.failed, Batch.finalizing_at - Batch.in_progress_at)
+            .where(
+                Batch.status == BatchStatus.COMPLETED,
+                Batch.model == model,
+                Batch.in_progress_at.is_not(None),
+                Batch.finalizing_at.is_not(None),
+            )
+            .order_by(Batch.finalizing_at.desc())
+            .limit(last)
+        )
+        rows = await self.session.execute(query)
+        return [(int(lines), float(seconds or 0)) for lines, seconds in rows]  # never null: filtered above
+
     async def claimable(self, now: float, skip_batches: Sequence[str]) -> list[Claimable]:
+        """Running batches not past their hard expiry with a shard free to claim, each with the
+        deadline that orders its work (`due_at` when set, else `expires_at`)."""
+        deadline = func.coalesce(Batch.due_at, Batch.expires_at).label("deadline")
         free = or_(
             BatchShard.status == ShardStatus.PENDING,
             and_(BatchShard.status == ShardStatus.RUNNING, BatchShard.lease_expires_at < now),
@@ -51,18 +72,20 @@ class QueueRepository:
                 Batch.id,
                 Batch.project,
                 Batch.model,
-                Batch.expires_at,
+                deadline,
                 Batch.seq,
                 func.max(BatchShard.started_at).is_not(None).label("resumed"),
             )
             .join(BatchShard, BatchShard.batch_id == Batch.id)
             .where(Batch.status == BatchStatus.IN_PROGRESS, Batch.expires_at > now, free)
-            .group_by(Batch.id, Batch.project, Batch.model, Batch.expires_at, Batch.seq)
+            .group_by(Batch.id, Batch.project, Batch.model, Batch.expires_at, Batch.due_at, Batch.seq)
         )
         if skip_batches:
             query = query.where(Batch.id.not_in(list(skip_batches)))
         result = await self.session.execute(query)
-        return [Claimable(row.id, row.project, row.model, row.expires_at, row.seq, bool(row.resumed)) for row in result]
+        return [
+            Claimable(row.id, row.project, row.model, int(row.deadline), row.seq, bool(row.resumed)) for row in result
+        ]
 
     async def running_shards(self, now: float) -> list[RunningShard]:
         """How many shards of each batch run on each replica (live leases)."""

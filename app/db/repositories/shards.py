@@ -15,11 +15,12 @@ from typing import cast
 from sqlalchemy import Table, and_, bindparam, case, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.chunk_format import pack_line_nos, unpack_line_nos
 from app.core.statuses import BatchStatus, ShardStatus
 from app.db.base import rowcount
 from app.db.models import Batch, BatchShard
 from app.db.repositories.batches import LeaseLost, LineRow
-from app.db.repositories.chunks import ChunkRepository, pack_line_nos, unpack_line_nos
+from app.db.repositories.chunks import ChunkRepository
 from app.db.repositories.usage import UsageKey, UsageRepository
 
 _shard = cast(Table, BatchShard.__table__).c

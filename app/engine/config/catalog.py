@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from app.engine.config.adapters import attach_adapters
 from app.engine.config.specs import ModelSpec, load_model_config, parse_model_arg
 from app.engine.config.tiny_chat import TINY_CHAT_NAME, build_tiny_chat_model
 from app.engine.config.tiny_whisper import TINY_WHISPER_NAME, build_tiny_whisper_model
@@ -74,9 +75,11 @@ def resolve_model_specs(
     config: str | Path | Mapping[str, Any] | None = None,
     *,
     data_dir: Path,
+    lora_args: Sequence[str] = (),
 ) -> list[ModelSpec | UpstreamSpec]:
     """Combine ``--model`` values, the config file and the built-ins (rules in
-    :mod:`app.engine.config.specs`) into the list of models to serve, in a stable order.
+    :mod:`app.engine.config.specs`) into the list of models to serve, in a stable order, with
+    the ``--lora`` and configured adapters on their bases (:mod:`app.engine.config.adapters`).
     Upstream-backed models come back as :class:`UpstreamSpec`."""
     builtins = {spec.name: spec for spec in builtin_model_specs(data_dir)}
     nameable = {**builtins, **{spec.name: spec for spec in on_request_model_specs(data_dir)}}
@@ -104,13 +107,20 @@ def resolve_model_specs(
             raise ModelConfigError(f"Model {spec.name!r} is given twice.")
         specs[spec.name] = spec
 
+    adapters: dict[str, dict[str, str]] = {}
     for name, opts in options.items():
-        engine_options = {key: value for key, value in opts.items() if key != "pricing"}
+        engine_options = {key: value for key, value in opts.items() if key not in ("pricing", "adapters")}
+        if "adapters" in opts:
+            adapters[name] = opts["adapters"]
         if not engine_options and opts:
-            continue  # a price alone says nothing about what to serve
+            if "adapters" in opts and name not in specs and name in nameable:
+                specs[name] = nameable[name]  # adapters on a built-in serve it
+            continue  # a price or adapters alone say nothing more about what to serve
         specs[name] = _apply_options(name, engine_options, specs.get(name) or nameable.get(name))
 
-    return list(specs.values()) if specs else list(builtins.values())
+    served: dict[str, ModelSpec | UpstreamSpec] = specs if specs else dict(builtins)
+    attach_adapters(served, lora_args, adapters, data_dir)
+    return list(served.values())
 
 
 def _apply_options(name: str, opts: dict[str, Any], base: ModelSpec | UpstreamSpec | None) -> ModelSpec | UpstreamSpec:

@@ -18,17 +18,27 @@ names to engine options::
         gpu_memory_utilization: 0.4    # or: share of device memory (CPU: of the
                                        # NUMA node's memory) for this engine
         max_num_seqs: 64               # shortcut for engine_args.max_num_seqs
+        load: on-demand                # always (default: loaded at start) | on-demand
+                                       # (loaded when its lines are due; see
+                                       # --max-resident-engines)
         engine_args:                   # any other `vllm serve` option, by its
           enforce_eager: true          # Python name (dashes become underscores)
         pricing:                       # the Costs API's prices (see .pricing)
           input: 0.15                  # per million tokens
           output: 0.60
+        adapters:                      # LoRA adapters served on this model's engine,
+          my-chat-legal: /adapters/legal   # by served name: a PEFT folder (or
+                                       # batchd-tiny-lora, the built-in one)
       all-MiniLM-L6-v2:                # a built-in name: options apply to it
         max_model_len: 256
 
 Entries whose name also appears in ``--model`` only add options to it; the
 others are served as well. If neither ``--model`` nor the config names a
 model, the built-in models are served.
+
+``--lora NAME=PATH[@BASE]`` (repeatable) adds an adapter the same way; its base is
+``@BASE`` or else the ``base_model_name_or_path`` of the adapter's ``adapter_config.json``
+(see :mod:`app.engine.config.adapters`).
 
 A model can instead be served by existing OpenAI-compatible servers: ``--model
 NAME=http://host:8000/v1`` or an ``upstream:`` block (see :mod:`app.engine.config.upstream`).
@@ -47,6 +57,8 @@ from app.engine.errors import ModelConfigError
 
 Runner = Literal["auto", "generate", "pooling"]
 RUNNERS: tuple[str, ...] = ("auto", "generate", "pooling")
+Load = Literal["always", "on-demand"]
+LOADS: tuple[str, ...] = ("always", "on-demand")
 
 _SIMPLE_OPTIONS: dict[str, type | tuple[type, ...]] = {
     "path": str,
@@ -56,7 +68,19 @@ _SIMPLE_OPTIONS: dict[str, type | tuple[type, ...]] = {
     "kv_cache_gib": (int, float),
     "gpu_memory_utilization": (int, float),
     "max_num_seqs": int,
+    "load": str,
 }
+
+
+@dataclass(frozen=True)
+class AdapterSpec:
+    """A LoRA adapter served under its own name on its base model's engine.
+
+    ``builder`` makes the adapter files on first use (the built-in adapter only)."""
+
+    name: str
+    path: str
+    builder: Callable[[Path], Path] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -68,6 +92,9 @@ class ModelSpec:
     engines fit in one process. ``engine_args`` carries any other
     ``vllm serve`` option (engine or frontend) by its Python name.
     ``builder`` makes the model files on first use (built-in models only).
+    ``adapters`` are the LoRA adapters served on this model's engine.
+    ``load`` says whether its engine is loaded at start (``always``, within
+    ``--max-resident-engines``) or only once its lines are due (``on-demand``).
     """
 
     name: str
@@ -79,6 +106,8 @@ class ModelSpec:
     gpu_memory_utilization: float | None = None
     engine_args: Mapping[str, Any] = field(default_factory=dict)
     builder: Callable[[Path], Path] | None = field(default=None, compare=False, repr=False)
+    adapters: tuple[AdapterSpec, ...] = ()
+    load: Load = "always"
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -87,6 +116,8 @@ class ModelSpec:
             raise ModelConfigError(
                 f"Model {self.name!r}: runner must be one of {', '.join(RUNNERS)}, not {self.runner!r}."
             )
+        if self.load not in LOADS:
+            raise ModelConfigError(f"Model {self.name!r}: load must be one of {', '.join(LOADS)}, not {self.load!r}.")
         if self.kv_cache_gib is not None and self.gpu_memory_utilization is not None:
             raise ModelConfigError(f"Model {self.name!r}: set kv_cache_gib or gpu_memory_utilization, not both.")
 
@@ -169,6 +200,11 @@ def _check_options(where: str, name: str, options: Any) -> dict[str, Any]:
         if key == "pricing":
             checked[key] = check_pricing(where, name, value)
             continue
+        if key == "adapters":
+            if not isinstance(value, Mapping) or not all(isinstance(p, str) and p for p in value.values()):
+                raise ModelConfigError(f"{where}: {name}.adapters must map served names to adapter paths.")
+            checked[key] = {str(k): v for k, v in value.items()}
+            continue
         if key == "engine_args":
             if not isinstance(value, Mapping):
                 raise ModelConfigError(f"{where}: {name}.engine_args must be a mapping.")
@@ -176,7 +212,7 @@ def _check_options(where: str, name: str, options: Any) -> dict[str, Any]:
             continue
         expected = _SIMPLE_OPTIONS.get(key)
         if expected is None:
-            allowed = ", ".join([*_SIMPLE_OPTIONS, "engine_args", "upstream", "pricing"])
+            allowed = ", ".join([*_SIMPLE_OPTIONS, "engine_args", "adapters", "upstream", "pricing"])
             raise ModelConfigError(f"{where}: unknown option {name}.{key} (allowed: {allowed}).")
         if value is not None and (isinstance(value, bool) or not isinstance(value, expected)):
             raise ModelConfigError(f"{where}: {name}.{key} has the wrong type ({value!r}).")
@@ -189,3 +225,10 @@ def _check_options(where: str, name: str, options: Any) -> dict[str, Any]:
 def load_prices(source: str | Path | Mapping[str, Any] | None) -> dict[str, ModelPrice]:
     """The Costs API's price of every model the config file prices, by served name."""
     return {name: opts["pricing"] for name, opts in load_model_config(source).items() if "pricing" in opts}
+
+
+def load_context_lengths(source: str | Path | Mapping[str, Any] | None) -> dict[str, int]:
+    """The `max_model_len` of every model the config file sets one for, by served name."""
+    return {
+        name: opts["max_model_len"] for name, opts in load_model_config(source).items() if opts.get("max_model_len")
+    }

@@ -19,6 +19,18 @@ TINY_CHAT_NAME = "batchd-tiny-chat"
 _SEED = 20240611
 _VOCAB_SIZE = 512
 
+
+class TinyChatShape:
+    """The model's dimensions (``batchd-tiny-lora`` is built to fit them)."""
+
+    HIDDEN = 128
+    LAYERS = 2
+    HEADS = 2
+    KV_HEADS = 1
+    # vLLM's CPU attention rejects small head sizes (16); 64 is supported.
+    HEAD_DIM = 64
+
+
 BOS, EOS, PAD = "<|bos|>", "<|eos|>", "<|pad|>"
 _ROLE_TOKENS = ["<|system|>", "<|user|>", "<|assistant|>", "<|tool|>"]
 
@@ -104,13 +116,12 @@ def _write_model(folder: Path) -> None:
     tokenizer = PreTrainedTokenizerFast.from_pretrained(folder)
     config = LlamaConfig(
         vocab_size=len(tokenizer),
-        hidden_size=128,
+        hidden_size=TinyChatShape.HIDDEN,
         intermediate_size=256,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        # vLLM's CPU attention rejects small head sizes (16); 64 is supported.
-        head_dim=64,
+        num_hidden_layers=TinyChatShape.LAYERS,
+        num_attention_heads=TinyChatShape.HEADS,
+        num_key_value_heads=TinyChatShape.KV_HEADS,
+        head_dim=TinyChatShape.HEAD_DIM,
         max_position_embeddings=2048,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,

@@ -22,10 +22,8 @@ import glob
 import logging
 import os
 
-import vllm
-from vllm.platforms import current_platform
-
 from app.engine.errors import ModelConfigError
+from app.engine.local.platform import engine_runs_on_cpu
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +36,7 @@ def preload_engine_allocator() -> str | None:
     they inherit LD_PRELOAD and MALLOC_CONF from this process's environment, which vLLM's
     CPU platform extends the same way. Returns the library preloaded, if any."""
     setting = os.environ.get(SETTING, "auto").strip() or "auto"
-    if setting == "system" or not current_platform.is_cpu():
+    if setting == "system" or not engine_runs_on_cpu():
         return None
     preload = os.environ.get("LD_PRELOAD", "")
     if "malloc" in preload or _vllm_bundles_tcmalloc():
@@ -63,5 +61,7 @@ def preload_engine_allocator() -> str | None:
 
 
 def _vllm_bundles_tcmalloc() -> bool:
-    libs = os.path.join(os.path.dirname(vllm.__file__), "libs")
+    from app.engine.vllm_api import VLLM_PACKAGE_DIR  # vLLM is imported by now: engine_runs_on_cpu asked
+
+    libs = VLLM_PACKAGE_DIR / "libs"
     return bool(glob.glob(os.path.join(libs, "libtcmalloc*.so*")))

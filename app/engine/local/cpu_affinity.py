@@ -18,10 +18,11 @@ import logging
 import os
 
 import psutil
-from vllm.platforms import current_platform
 
 from app.engine.errors import ModelConfigError
 from app.engine.local.orphans import process_title
+from app.engine.local.platform import engine_runs_on_cpu
+from app.engine.local.threads import apply_to_threads
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ def pin_off_worker_cpus() -> set[int] | None:
     setting = os.environ.get(SETTING, "auto").strip() or "auto"
     if setting not in ("auto", "off"):
         raise ModelConfigError(f"{SETTING}={setting!r}: expected auto or off.")
-    if setting == "off" or not current_platform.is_cpu() or not hasattr(os, "sched_setaffinity"):
+    if setting == "off" or not engine_runs_on_cpu() or not hasattr(os, "sched_setaffinity"):
         return None
     me = psutil.Process()
     descendants = me.children(recursive=True)
@@ -61,18 +62,7 @@ def unpin(cpus: set[int]) -> None:
 
 
 def _set_affinity(processes: list[psutil.Process], cpus: set[int]) -> None:
-    # Per thread: sched_setaffinity moves only the thread it names, and threads started
-    # before pinning (tokenizer pools, zmq) would keep running on the workers' CPUs.
-    for proc in processes:
-        try:
-            threads = proc.threads()
-        except psutil.Error:
-            continue  # the process ended
-        for thread in threads:
-            try:
-                os.sched_setaffinity(thread.id, cpus)
-            except (ProcessLookupError, PermissionError):
-                pass  # the thread ended, or is not ours to move
+    apply_to_threads(processes, lambda thread_id: os.sched_setaffinity(thread_id, cpus))
 
 
 def _affinity(proc: psutil.Process) -> set[int]:

@@ -16,11 +16,10 @@ from __future__ import annotations
 import logging
 import os
 
-import psutil
-from vllm.platforms import current_platform
-
 from app.engine.errors import ModelConfigError
 from app.engine.local.orphans import engine_processes
+from app.engine.local.platform import engine_runs_on_cpu
+from app.engine.local.threads import apply_to_threads
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +30,7 @@ DEFAULT = 10
 def lower_engine_priority() -> None:
     """Renice every thread of this process's descendants (the engine cores and their workers)
     to this process's niceness plus the configured amount. Call once all engines have started."""
-    raw = os.environ.get(SETTING, "").strip() or str(DEFAULT if current_platform.is_cpu() else 0)
+    raw = os.environ.get(SETTING, "").strip() or str(DEFAULT if engine_runs_on_cpu() else 0)
     try:
         niceness = int(raw)
     except ValueError:
@@ -42,14 +41,5 @@ def lower_engine_priority() -> None:
         return
     target = min(19, os.getpriority(os.PRIO_PROCESS, 0) + niceness)
     # Only vLLM's processes: a test process may also have `batchd serve` children.
-    for proc in engine_processes():
-        try:
-            threads = proc.threads()
-        except psutil.Error:
-            continue  # the process ended
-        for thread in threads:
-            try:
-                os.setpriority(os.PRIO_PROCESS, thread.id, target)
-            except (ProcessLookupError, PermissionError):
-                pass  # the thread ended, or is not ours to change
+    apply_to_threads(engine_processes(), lambda thread_id: os.setpriority(os.PRIO_PROCESS, thread_id, target))
     logger.info("Engine processes reniced by %d (below the API).", niceness)

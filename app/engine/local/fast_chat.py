@@ -23,14 +23,17 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
-from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
-from vllm.entrypoints.serve.engine.protocol import ErrorResponse
-from vllm.entrypoints.serve.utils.api_utils import get_max_tokens
-from vllm.exceptions import GenerationError
-from vllm.inputs import tokens_input
-from vllm.renderers.hf import resolve_chat_template_content_format, safe_apply_chat_template
-from vllm.renderers.params import merge_kwargs
-from vllm.v1.engine.async_llm import AsyncLLM
+from app.engine.vllm_api import (
+    AsyncLLM,
+    ChatCompletionRequest,
+    ErrorResponse,
+    GenerationError,
+    get_max_tokens,
+    merge_kwargs,
+    resolve_chat_template_content_format,
+    safe_apply_chat_template,
+    tokens_input,
+)
 
 # Request fields a fast line may set (beyond extra keys, which vLLM ignores): the messages and
 # what ``to_sampling_params`` turns into plain sampling. Anything else goes the serving way.
@@ -111,7 +114,6 @@ class FastChat:
             and not getattr(handler.online_renderer, "use_harmony", False)
             and not model_config.enable_prompt_embeds
             and model_config.multimodal_config is None
-            and config.lora_config is None
             and config.speculative_config is None
             and config.kv_transfer_config is None
         )
@@ -132,7 +134,8 @@ class FastChat:
             return None  # a template or tokenizer this path cannot read: the serving class serves it
 
     async def prepare(self, request: ChatCompletionRequest) -> FastLine | None:
-        """The line ready for the engine, or None: it needs the serving class."""
+        """The line ready for the engine, or None: it needs the serving class (so does a line
+        naming a LoRA adapter: the serving class resolves its ``LoRARequest``)."""
         conversation = _conversation(request) if request.model == self.model_name else None
         if conversation is None:
             return None

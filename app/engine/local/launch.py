@@ -11,25 +11,33 @@ vLLM's.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import threading
 import time
 from argparse import Namespace
 from pathlib import Path
 
 from starlette.datastructures import State
-from vllm.engine.arg_utils import AsyncEngineArgs
-from vllm.entrypoints.launchers.api_server.app_state import init_app_state
-from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
-from vllm.platforms import current_platform
-from vllm.usage.usage_lib import UsageContext
-from vllm.utils.argparse_utils import FlexibleArgumentParser
-from vllm.v1.engine.async_llm import AsyncLLM
 
 from app.engine.config.specs import ModelSpec
 from app.engine.errors import ModelConfigError
 from app.engine.local.allocator import preload_engine_allocator
+from app.engine.local.media import guard_media_fetches
 from app.engine.local.model_engine import ModelEngine, shutdown_engine
 from app.engine.local.orphans import guard_engine_processes
+from app.engine.vllm_api import (
+    AsyncEngineArgs,
+    AsyncLLM,
+    FlexibleArgumentParser,
+    LoRAModulePath,
+    UsageContext,
+    VllmConfig,
+    current_platform,
+    init_app_state,
+    make_arg_parser,
+    validate_parsed_serve_args,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -68,12 +76,63 @@ def build_serve_args(spec: ModelSpec, *, engines_in_process: int = 1) -> Namespa
     # others, which keep the order batchd's fair gate admitted them in. Requests without one
     # (0) run in arrival order, as under "fcfs"; engine_args may still choose "fcfs".
     args.scheduling_policy = "priority"
+    if spec.adapters:
+        _enable_lora(args, spec)
     for key, value in spec.engine_args.items():
         if not hasattr(args, key):
             raise ModelConfigError(f"Model {spec.name!r}: unknown engine option {key!r}.")
         setattr(args, key, value)
     validate_parsed_serve_args(args)
     return args
+
+
+# The ranks vLLM's LoRA config accepts for max_lora_rank (vllm.config.lora.MaxLoRARanks).
+_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+def _enable_lora(args: Namespace, spec: ModelSpec) -> None:
+    """vLLM's LoRA support for the spec's adapters, as ``vllm serve --enable-lora
+    --lora-modules ...`` would set it: every adapter loaded at start (so all fit at once) and
+    the rank sized to the largest. The serving classes then run a line whose ``model`` names
+    an adapter with its ``LoRARequest`` and answer under the adapter's name."""
+    ranks = [_adapter_rank(spec.name, Path(adapter.path)) for adapter in spec.adapters]
+    largest = max(ranks)
+    args.enable_lora = True
+    # One slot more than the adapters, left empty: vLLM's CPU LoRA ops (torch_ops/lora_ops.py)
+    # index the stacked weights with a line's slot, and a line with no adapter has slot -1, which
+    # selects the last slot; an empty last slot adds nothing (else base lines batched with adapter
+    # lines ran with the last adapter).
+    args.max_loras = len(spec.adapters) + (1 if current_platform.is_cpu() else 0)
+    args.max_lora_rank = next((rank for rank in _LORA_RANKS if rank >= largest), largest)
+    args.lora_modules = [
+        LoRAModulePath(name=adapter.name, path=adapter.path, base_model_name=spec.name) for adapter in spec.adapters
+    ]
+
+
+def _adapter_rank(model: str, folder: Path) -> int:
+    try:
+        config = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
+        rank = config.get("r")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise ModelConfigError(f"Model {model!r}: cannot read the adapter config in {folder}: {exc}") from exc
+    if not isinstance(rank, int) or rank < 1:
+        raise ModelConfigError(f"Model {model!r}: the adapter in {folder} has no rank r.")
+    return rank
+
+
+# vLLM's config building reads global state (the platform, environment); engines starting side
+# by side build theirs one at a time, as they did on the loop.
+_config_lock = threading.Lock()
+
+
+def _engine_config(spec: ModelSpec, engines_in_process: int) -> tuple[Namespace, AsyncEngineArgs, VllmConfig]:
+    """The serve arguments and vLLM's engine config for `spec`: about 2 s of CPU (argument
+    parsing, ModelConfig's checks of the model files), so started in a thread: on the loop it
+    held every request of a live server for as long at each engine (re)start."""
+    with _config_lock:
+        args = build_serve_args(spec, engines_in_process=engines_in_process)
+        engine_args = AsyncEngineArgs.from_cli_args(args)
+        return args, engine_args, engine_args.create_engine_config(usage_context=UsageContext.OPENAI_BATCH_RUNNER)
 
 
 async def start_model_engine(spec: ModelSpec, *, engines_in_process: int = 1) -> ModelEngine:
@@ -86,11 +145,13 @@ async def start_model_engine(spec: ModelSpec, *, engines_in_process: int = 1) ->
     started = time.monotonic()
     if spec.builder is not None:
         await asyncio.to_thread(spec.builder, Path(spec.path))
-    args = build_serve_args(spec, engines_in_process=engines_in_process)
+    for adapter in spec.adapters:
+        if adapter.builder is not None:
+            await asyncio.to_thread(adapter.builder, Path(adapter.path))
     preload_engine_allocator()
     guard_engine_processes()
-    engine_args = AsyncEngineArgs.from_cli_args(args)
-    vllm_config = engine_args.create_engine_config(usage_context=UsageContext.OPENAI_BATCH_RUNNER)
+    guard_media_fetches()
+    args, engine_args, vllm_config = await asyncio.to_thread(_engine_config, spec, engines_in_process)
 
     # Same construction as vLLM's build_async_engine_client_from_engine_args.
     # AsyncLLM starts its output handler lazily when built outside the loop.
@@ -119,12 +180,3 @@ async def start_model_engine(spec: ModelSpec, *, engines_in_process: int = 1) ->
         ", ".join(sorted(engine.endpoints)),
     )
     return engine
-
-
-def engine_args_from_flags(flags: list[str]) -> dict:
-    """`vllm serve`-style command-line flags (e.g. from `batchd run-batch`) as the engine_args
-    they change, parsed by vLLM's own parser so names, types and errors are vLLM's."""
-    parser = make_arg_parser(FlexibleArgumentParser(prog="batchd run-batch"))
-    defaults = vars(parser.parse_args(["--model", "_"]))
-    parsed = vars(parser.parse_args(["--model", "_", *flags]))
-    return {key: value for key, value in parsed.items() if key != "model" and defaults.get(key) != value}

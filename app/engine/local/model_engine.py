@@ -7,7 +7,9 @@ body, same mapping of exceptions to error envelopes — minus HTTP itself.
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import signal
 import threading
 from collections.abc import Sequence
 from http import HTTPStatus
@@ -19,16 +21,6 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.datastructures import State, UploadFile
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from vllm.entrypoints.anthropic.protocol import AnthropicError, AnthropicErrorResponse
-from vllm.entrypoints.serve import create_error_response
-from vllm.entrypoints.serve.engine.protocol import ErrorResponse
-from vllm.entrypoints.serve.exception_handling.handlers.validation import (
-    validation_exception_handler,
-)
-from vllm.entrypoints.speech_to_text.transcription.protocol import TranscriptionRequest
-from vllm.entrypoints.speech_to_text.translation.protocol import TranslationRequest
-from vllm.v1.engine.async_llm import AsyncLLM
-from vllm.v1.engine.exceptions import EngineDeadError as VllmEngineDeadError
 
 from app.core import jsonbody
 from app.core.endpoints import (
@@ -47,6 +39,18 @@ from app.engine.config.specs import ModelSpec
 from app.engine.local.fast_chat import FastChat
 from app.engine.local.requests import parse_request
 from app.engine.prompt_tokens import estimate_all, prompt_parts
+from app.engine.vllm_api import (
+    AnthropicError,
+    AnthropicErrorResponse,
+    AsyncLLM,
+    CoreEngineProcManager,
+    ErrorResponse,
+    TranscriptionRequest,
+    TranslationRequest,
+    VllmEngineDeadError,
+    create_error_response,
+    validation_exception_handler,
+)
 
 # The app.state attribute holding each endpoint's handler (as vLLM's routers read it).
 _HANDLER_ATTRS: dict[str, str] = {
@@ -105,6 +109,14 @@ class ModelEngine:
     @property
     def errored(self) -> bool:
         return bool(self.llm.errored)
+
+    def exit_cause(self) -> str:
+        """How the engine core process ended ("was killed by SIGKILL", "exited with code 1"),
+        from vLLM's process manager, for the log line of a restart."""
+        manager = getattr(getattr(self.llm.engine_core, "resources", None), "engine_manager", None)
+        finished = manager.finished_procs() if isinstance(manager, CoreEngineProcManager) else {}
+        causes = [_exit_cause(code) for code in finished.values() if code != 0]
+        return ", ".join(causes) or "stopped answering"
 
     async def run(self, endpoint: str, body: dict[str, Any], priority: int = 0) -> Reply:
         """Answer ``body`` sent to canonical ``endpoint`` as ``vllm serve`` would, queued in
@@ -226,6 +238,17 @@ class ModelEngine:
             self.fast_chat.shutdown()
         shutdown_engine(self.llm, self.llm.vllm_config.shutdown_timeout)
 
+    async def unload(self) -> None:
+        """:meth:`shutdown` without holding the event loop: waiting for the core process to exit
+        takes seconds, and the loop serves ``/health`` and the other engines' lines meanwhile.
+        The output handler is cancelled on the loop first, so it does not see the core vanish
+        and report the engine dead."""
+        handler = getattr(self.llm, "output_handler", None)
+        if isinstance(handler, asyncio.Task) and not handler.done():
+            handler.cancel()
+            await asyncio.wait([handler], timeout=5)
+        await asyncio.to_thread(self.shutdown)
+
 
 # vLLM's default shutdown_timeout (0) SIGKILLs the engine core right after its SIGTERM: it never
 # gets to free the shared-memory queues it and its worker made, and Python's resource_tracker
@@ -236,6 +259,15 @@ ENGINE_EXIT_GRACE_S = 15
 
 def shutdown_engine(llm: AsyncLLM, timeout: int) -> None:
     llm.shutdown(timeout=max(timeout, ENGINE_EXIT_GRACE_S))
+
+
+def _exit_cause(code: int) -> str:
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
 
 
 def _chat_prompt(tokenizer: Any, body: Any) -> str | None:

@@ -31,7 +31,7 @@ _original_run_engine_core = None
 def guard_engine_processes() -> None:
     """Make every EngineCore started from now on watch its parent. Idempotent."""
     global _original_run_engine_core
-    from vllm.v1.engine.core import EngineCoreProc
+    from app.engine.vllm_api import EngineCoreProc
 
     if _original_run_engine_core is not None:
         return
@@ -44,7 +44,7 @@ def guard_engine_processes() -> None:
 def run_engine_core_guarded(*args, **kwargs):
     """vLLM's EngineCoreProc.run_engine_core, with a watchdog on the parent process."""
     start_parent_watchdog(os.getppid())
-    from vllm.v1.engine.core import EngineCoreProc
+    from app.engine.vllm_api import EngineCoreProc
 
     original = _original_run_engine_core or EngineCoreProc.run_engine_core
     if original is run_engine_core_guarded:  # spawned child: the class was never patched here

@@ -10,20 +10,28 @@ The worker and the API talk to vLLM only through this class (typed as ``Engines`
     await registry.abort("req_1")                                      # on cancel
     await registry.shutdown()
 
-All methods must be called from the event loop that ran ``start``.
+An engine whose core process dies is restarted (:mod:`app.engine.supervision`); its lines
+wait and run again on the new engine. With ``max_resident`` (``--max-resident-engines``) or a
+model with ``load: on-demand``, engines are loaded when their lines are due and unloaded for
+others (:mod:`app.engine.local.residency`); what validation needs of a model (its endpoints,
+its window) is learnt at start, so a model with no engine loaded still takes batches. All
+methods must be called from the event loop that ran ``start``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
-from vllm.v1.engine.exceptions import EngineDeadError as VllmEngineDeadError
+import psutil
 
+from app.core import metrics
 from app.core.endpoints import normalize_endpoint
 from app.core.statuses import EngineState
 from app.engine import gc_heap
@@ -37,10 +45,14 @@ from app.engine.local.cpu_priority import lower_engine_priority
 from app.engine.local.model_engine import ModelEngine, error_reply
 from app.engine.local.orphans import engine_processes, wait_for_exit
 from app.engine.local.requests import body_problem
-from app.engine.local.shared_memory import engine_shared_objects, release_leftovers
+from app.engine.local.residency import Residency
+from app.engine.local.shared_memory import SharedObjects, engine_shared_objects, release_leftovers
 from app.engine.prompt_tokens import estimate_all
 from app.engine.protocol import UpstreamStatus
 from app.engine.results import LineProblem, LineResult, Usage
+from app.engine.supervision import EngineSupervisor, RestartPolicy, Supervision
+from app.engine.vllm_api import VllmEngineDeadError
+from app.scheduling.residency import LINE_URGENCY
 
 logger = logging.getLogger(__name__)
 
@@ -50,12 +62,39 @@ logger = logging.getLogger(__name__)
 _WINDOW_PER_SEQ = 2
 
 
+@dataclass(frozen=True)
+class _Profile:
+    """What is known of a model whether or not its engine is loaded (read when it first started)."""
+
+    spec: ModelSpec
+    endpoints: frozenset[str]
+    max_num_seqs: int
+
+
 class EngineRegistry:
     """One vLLM ``AsyncLLM`` per served model, in this process."""
 
-    def __init__(self) -> None:
-        self._engines: dict[str, ModelEngine] = {}
+    def __init__(
+        self,
+        restarts: RestartPolicy | None = None,
+        max_resident: int | None = None,
+        min_residency_seconds: float = 30.0,
+    ) -> None:
+        self._engines: dict[str, ModelEngine] = {}  # the loaded ones
+        self._profiles: dict[str, _Profile] = {}  # every served model
+        self._max_resident = max_resident
+        self._min_residency = min_residency_seconds
+        self._residency: Residency | None = None  # None: every engine stays loaded
+        self._engines_in_process = 1
+        self._restarts = restarts or RestartPolicy()
+        self._supervisors: dict[str, EngineSupervisor[ModelEngine]] = {}
+        # Each engine's processes (core and worker) and their shared memory, read once it is up:
+        # a core that was killed takes neither with it (its worker is no longer our descendant).
+        self._processes: dict[str, tuple[list[psutil.Process], SharedObjects]] = {}
+        self._launching = asyncio.Lock()  # one engine start at a time (and one CPU pinning)
         self._created: dict[str, int] = {}
+        # LoRA adapters served on an engine: adapter name -> its base model's name.
+        self._adapters: dict[str, str] = {}
         self._inflight = InflightRequests()
         self._ready = False
         self._heap = gc_heap.HeapSettings()
@@ -68,26 +107,40 @@ class EngineRegistry:
 
     @property
     def ready(self) -> bool:
-        """True once every engine has started, until shutdown or an engine death."""
-        return self._ready and not any(e.errored for e in self._engines.values())
+        """True once every engine has started, until shutdown; False while an engine restarts."""
+        return self._ready and all(s.serving for s in self._supervisors.values())
 
     async def start(self, specs: Sequence[ModelSpec]) -> None:
-        """Start an engine for every spec; on any failure stop those started and raise."""
+        """Start an engine for every spec; on any failure stop those started and raise.
+
+        With a residency budget or on-demand models, the models that do not stay loaded are
+        started first and stopped again once their endpoints and window are known (their
+        start also checks their config), then the ones that stay: never more engines alive
+        than the budget."""
         if self._engines or self._closed:
             raise RuntimeError("An EngineRegistry can be started once.")
         names = [spec.name for spec in specs]
-        if not names:
+        self._adapters = {adapter.name: spec.name for spec in specs for adapter in spec.adapters}
+        names += list(self._adapters)
+        if not specs:
             raise ModelConfigError("No model to serve.")
         if len(set(names)) != len(names):
             raise ModelConfigError(f"Served model names must be unique: {names}.")
         self._cores_before = {proc.pid for proc in engine_processes()}
+        always = [spec for spec in specs if spec.load == "always"]
+        kept = always[: self._max_resident] if self._max_resident is not None else always
+        on_demand = [spec for spec in specs if spec not in kept]
+        # On a GPU the engines loaded at once split its memory (launch.DEFAULT_GPU_MEMORY_SHARE).
+        self._engines_in_process = max(1, min(len(specs), self._max_resident or len(specs)))
         # One at a time: each start already saturates the CPU (imports, warm-up
         # compilation), and a failure leaves fewer engines to unwind.
         try:
-            for spec in specs:
-                engine = await launch.start_model_engine(spec, engines_in_process=len(specs))
-                self._engines[spec.name] = engine
+            for spec in [*on_demand, *kept]:
+                engine = await self._launch(spec, self._engines_in_process)
+                self._profiles[spec.name] = _Profile(spec, engine.endpoints, engine.max_num_seqs)
                 self._created[spec.name] = int(time.time())
+                if spec in on_demand:
+                    await self._stop_engine(spec.name)
                 if self._closed:
                     raise EngineNotReadyError("shutdown() was called while the engines were starting.")
             # Once all are up: engines started after pinning would inherit the narrowed CPUs.
@@ -96,23 +149,113 @@ class EngineRegistry:
         except BaseException:
             await self.shutdown()
             raise
+        for spec in kept:
+            self._supervise(spec, self._engines[spec.name])
+            metrics.set_engine_resident(spec.name, True)
+        if on_demand:
+            self._residency = Residency(
+                {spec.name: spec.load == "always" for spec in specs},
+                self._max_resident,
+                self._min_residency,
+                load=self._load_on_demand,
+                unload=self._stop_engine,
+            )
+            self._residency.start([spec.name for spec in kept])
+            logger.info(
+                "Engines on demand: %s loaded, %s loaded when their lines are due (at most %s at once)",
+                ", ".join(spec.name for spec in kept) or "none",
+                ", ".join(spec.name for spec in on_demand),
+                self._max_resident or "any number",
+            )
         # As `vllm serve` does after start-up: move the millions of objects from imports and
         # engine set-up out of the collector's reach, so the collections that per-line garbage
         # triggers do not rescan them (they were a visible share of the front-end's samples).
         self._heap.settle()
         self._ready = True
 
+    async def _launch(self, spec: ModelSpec, engines_in_process: int) -> ModelEngine:
+        before = {proc.pid for proc in engine_processes()}
+        engine = await launch.start_model_engine(spec, engines_in_process=engines_in_process)
+        processes = engine_processes(excluding=before)
+        self._processes[spec.name] = (processes, engine_shared_objects(processes))
+        self._engines[spec.name] = engine
+        return engine
+
+    def _supervise(self, spec: ModelSpec, engine: ModelEngine) -> None:
+        self._supervisors[spec.name] = EngineSupervisor(
+            spec.name,
+            engine,
+            self._restarts,
+            start=functools.partial(self._relaunch, spec, self._engines_in_process),
+            stop=self._retire,
+        )
+
+    async def _load_on_demand(self, model: str) -> None:
+        """Load ``model``'s engine (the residency manager made room) and supervise it."""
+        spec = self._profiles[model].spec
+        engine = await self._relaunch(spec, self._engines_in_process)
+        if self._closed:
+            await self._retire(engine)
+            raise EngineNotReadyError("The engines were shut down.")
+        self._supervise(spec, engine)
+
+    async def _stop_engine(self, model: str) -> None:
+        """Unload ``model``'s engine (no line runs on it): its core process exits, its memory
+        (and shared memory) is returned."""
+        supervisor = self._supervisors.pop(model, None)
+        if supervisor is not None:
+            await supervisor.close()  # not restarted once stopped on purpose
+        engine = self._engines.pop(model, None)
+        if engine is not None:
+            await self._retire(engine, off_loop=True)
+            logger.info("Engine for %s unloaded", model)
+
+    async def _relaunch(self, spec: ModelSpec, engines_in_process: int) -> ModelEngine:
+        """A new engine for ``spec`` in place of a dead one (or loaded on demand), pinned and
+        reniced as the others."""
+        async with self._launching:
+            if self._closed:
+                raise EngineNotReadyError("The engines were shut down.")
+            if self._cpus_before_pinning is not None:
+                # The new engine's processes inherit this process's CPUs: give them all back first.
+                unpin(self._cpus_before_pinning)
+                self._cpus_before_pinning = None
+            try:
+                return await self._launch(spec, engines_in_process)
+            finally:
+                self._cpus_before_pinning = pin_off_worker_cpus()
+                lower_engine_priority()
+
+    async def _retire(self, engine: ModelEngine, off_loop: bool = False) -> None:
+        """Stop a dead engine (or, ``off_loop``, an idle one being unloaded) and reap its
+        processes (its worker outlives a killed core briefly)."""
+        processes, shared = self._processes.pop(engine.name, ([], SharedObjects()))
+        try:
+            if off_loop:
+                await engine.unload()
+            else:
+                engine.shutdown()  # on the loop thread: see shutdown()
+        except Exception:
+            logger.exception("Shutting down the dead engine for %s failed", engine.name)
+        await asyncio.to_thread(wait_for_exit, processes)
+        release_leftovers(shared)
+
     async def shutdown(self) -> None:
         """Abort everything in flight and stop all engines. Safe to call twice,
         and during ``start`` (which then stops the engines it starts and raises)."""
         self._ready = False
         self._closed = True
+        if self._residency is not None:
+            await self._residency.close()
+        supervisors, self._supervisors = list(self._supervisors.values()), {}
+        await asyncio.gather(*(supervisor.close() for supervisor in supervisors))
         inflight = self._inflight.abort_all()
         if inflight:
             # Let vLLM abort them while the engine cores are still up.
             await asyncio.wait(inflight, timeout=10)
         engines, self._engines = list(self._engines.values()), {}
         self._created.clear()
+        self._processes.clear()
         processes = engine_processes(excluding=self._cores_before)
         shared = engine_shared_objects(processes)  # read while the engine processes are alive
         for engine in engines:
@@ -133,20 +276,35 @@ class EngineRegistry:
     # -- what is served ----------------------------------------------------
 
     def model_cards(self) -> list[dict[str, Any]]:
-        """The ``data`` of ``GET /v1/models``."""
-        return [
+        """The ``data`` of ``GET /v1/models``: each model, then each adapter with its base as
+        ``parent`` (as ``vllm serve`` lists them)."""
+        cards: list[dict[str, Any]] = [
             {"id": name, "object": "model", "created": self._created[name], "owned_by": "batchd"}
-            for name in self._engines
+            for name in self._profiles
         ]
+        cards += [
+            {"id": name, "object": "model", "created": self._created[base], "owned_by": "batchd", "parent": base}
+            for name, base in self._adapters.items()
+            if base in self._profiles
+        ]
+        return cards
 
     def engine_state(self, model: str) -> EngineState:
-        """For status pages: `ready`, `starting`, `dead` (its engine core died) or `stopped`."""
-        engine = self._engines.get(model)
-        if engine is None:
+        """For status pages: `ready`, `starting` (also while it restarts), `dead` (its engine core
+        died and is not restarted) or `stopped`."""
+        model = self._adapters.get(model, model)
+        if model not in self._profiles:
             return EngineState.STOPPED
-        if engine.errored:
-            return EngineState.DEAD
-        return EngineState.READY if self._ready else EngineState.STARTING
+        if self._residency is not None and not self._residency.resident(model):
+            return EngineState.STARTING if self._residency.swapping == model else EngineState.UNLOADED
+        supervisor = self._supervisors.get(model)
+        if self._ready and supervisor is None:
+            return EngineState.UNLOADED  # being unloaded: it takes no more lines
+        if not self._ready or supervisor is None:
+            return EngineState.STARTING
+        if supervisor.serving:
+            return EngineState.READY
+        return EngineState.STARTING if supervisor.state is Supervision.RESTARTING else EngineState.DEAD
 
     def engine_ready(self, model: str) -> bool:
         """True while ``model``'s engine is started and alive (the engine-up metric)."""
@@ -154,17 +312,23 @@ class EngineRegistry:
 
     def endpoints_for(self, model: str) -> set[str]:
         """Canonical endpoints ``model`` can serve (empty if it is not served)."""
-        engine = self._engines.get(model)
-        return set(engine.endpoints) if engine else set()
+        profile = self._profiles.get(self._adapters.get(model, model))
+        return set(profile.endpoints) if profile else set()
 
     def suggested_concurrency(self, model: str) -> int:
         """How many lines of ``model`` the worker should keep in flight."""
-        engine = self._require_engine(model)
-        return max(1, engine.max_num_seqs * _WINDOW_PER_SEQ)
+        profile = self._profiles.get(self._adapters.get(model, model))
+        if profile is None:
+            raise KeyError(f"Model {model!r} is not served.")
+        return max(1, profile.max_num_seqs * _WINDOW_PER_SEQ)
 
     def status(self) -> UpstreamStatus:
         """No upstream URLs here: empty."""
         return {}
+
+    def engine_problems(self) -> dict[str, str]:
+        """Why a model takes no lines now (its engine restarts, or was given up), by model."""
+        return {name: s.problem for name, s in self._supervisors.items() if s.problem is not None}
 
     # -- lines -------------------------------------------------------------
 
@@ -181,7 +345,7 @@ class EngineRegistry:
         ``streaming_unsupported`` (param ``body.stream``).
         """
         self._require_ready()
-        problem, canonical = common_line_problem(endpoint, body, self._endpoints_of, self._engines)
+        problem, canonical = common_line_problem(endpoint, body, self._endpoints_of, self._served_names())
         if problem is not None:
             return problem
         assert canonical is not None, "a known endpoint has its canonical name"
@@ -196,7 +360,9 @@ class EngineRegistry:
         self._require_ready()
         canonical = normalize_endpoint(endpoint)
         first = bodies[0] if bodies else None
-        engine = self._route(canonical, first.get("model")) if canonical and isinstance(first, dict) else None
+        name = self._route(canonical, first.get("model")) if canonical and isinstance(first, dict) else None
+        # A model with no engine loaded now counts by estimate (its tokenizer went with its engine).
+        engine = self._engines.get(name) if name is not None else None
         if engine is None or canonical is None:
             return estimate_all(endpoint, bodies)
         return await asyncio.to_thread(engine.count_prompt_tokens, canonical, bodies)
@@ -205,10 +371,11 @@ class EngineRegistry:
         """Run one line and return what ``vllm serve`` would have answered, at ``priority``
         in the engine's waiting queue.
 
-        Never raises for a line's own failure (that is a non-200 result).
+        Never raises for a line's own failure (that is a non-200 result). A line whose engine
+        dies waits for the engine's restart and runs again on the new one.
         Raises :class:`RequestAborted` if :meth:`abort` stopped it,
-        :class:`EngineDeadError` if the model's engine died (do not record a
-        line; resume later), :class:`EngineNotReadyError` before ``start``.
+        :class:`EngineUnavailableError` once the model's engine is no longer restarted,
+        :class:`EngineNotReadyError` before ``start`` and after ``shutdown``.
         """
         self._require_ready()
         canonical = normalize_endpoint(endpoint)
@@ -221,9 +388,9 @@ class EngineRegistry:
                 "The request body must be a JSON object.", "Bad Request", HTTPStatus.BAD_REQUEST
             )
             return LineResult(status, reply)
-        engine = self._route(canonical, body.get("model"))
-        if engine is None:
-            served = ", ".join(self._engines)
+        name = self._route(canonical, body.get("model"))
+        if name is None:
+            served = ", ".join(self._served_names())
             status, reply = error_reply(
                 f"The model `{body.get('model')}` does not exist. Valid aliases: {served}.",
                 "NotFoundError",
@@ -231,8 +398,22 @@ class EngineRegistry:
                 param="model",
             )
             return LineResult(status, reply)
-        if engine.errored:
-            raise EngineDeadError(engine.name)
+        # On the engine serving the model; if it dies meanwhile, again on the one replacing it.
+        if self._residency is None:
+            return await self._supervisors[name].run(
+                lambda serving: self._run_on(serving, canonical, body, request_id, priority)
+            )
+        # Its engine may have to be loaded first, and is not unloaded while the line runs.
+        async with self._residency.use(name, LINE_URGENCY.get()):
+            supervisor = self._supervisors.get(name)
+            if supervisor is None:
+                raise EngineNotReadyError("The engines were shut down.")
+            return await supervisor.run(lambda serving: self._run_on(serving, canonical, body, request_id, priority))
+
+    async def _run_on(
+        self, engine: ModelEngine, canonical: str, body: dict[str, Any], request_id: str, priority: int
+    ) -> LineResult:
+        """Run the line on ``engine``; EngineDeadError if the engine died meanwhile."""
         task = self._inflight.start(request_id, engine.run(canonical, body, priority))
         caller = asyncio.current_task()
         try:
@@ -270,26 +451,27 @@ class EngineRegistry:
 
     # -- helpers -----------------------------------------------------------
 
-    def _endpoints_of(self, model: str) -> frozenset[str] | None:
-        engine = self._engines.get(model)
-        return None if engine is None else engine.endpoints
+    def _served_names(self) -> list[str]:
+        return [*self._profiles, *(name for name, base in self._adapters.items() if base in self._profiles)]
 
-    def _route(self, endpoint: str, model: Any) -> ModelEngine | None:
+    def _endpoints_of(self, model: str) -> frozenset[str] | None:
+        profile = self._profiles.get(self._adapters.get(model, model))
+        return None if profile is None else profile.endpoints
+
+    def _route(self, endpoint: str, model: Any) -> str | None:
+        """The model whose engine runs a line naming ``model``, or None."""
         if isinstance(model, str):
-            return self._engines.get(model)
+            # An adapter's lines run on its base's engine; vLLM's serving class picks the
+            # adapter (its LoRARequest) from the body's `model`.
+            name = self._adapters.get(model, model)
+            return name if name in self._profiles else None
         if model is None:
             # vLLM serves its only model when none is named; do the same when
             # exactly one engine can answer this endpoint.
-            candidates = [e for e in self._engines.values() if endpoint in e.endpoints]
+            candidates = [name for name, p in self._profiles.items() if endpoint in p.endpoints]
             return candidates[0] if len(candidates) == 1 else None
         return None
 
     def _require_ready(self) -> None:
         if not self._ready:
             raise EngineNotReadyError("The engines are not started (or were shut down).")
-
-    def _require_engine(self, model: str) -> ModelEngine:
-        engine = self._engines.get(model)
-        if engine is None:
-            raise KeyError(f"Model {model!r} is not served.")
-        return engine

@@ -11,15 +11,6 @@ import re
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
-from vllm.entrypoints.anthropic.protocol import AnthropicMessagesRequest
-from vllm.entrypoints.launchers.run_batch import BatchTranscriptionRequest, BatchTranslationRequest
-from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
-from vllm.entrypoints.openai.completion.protocol import CompletionRequest
-from vllm.entrypoints.openai.responses.protocol import ResponsesRequest
-from vllm.entrypoints.pooling.embed.protocol import EmbeddingRequest
-from vllm.entrypoints.pooling.scoring.protocol import RerankRequest, ScoreRequest
-from vllm.entrypoints.serve.exception_handling.handlers.validation import clean_loc_for_param
-from vllm.exceptions import VLLMValidationError
 
 from app.core.endpoints import (
     CHAT_COMPLETIONS,
@@ -33,6 +24,19 @@ from app.core.endpoints import (
     TRANSLATIONS,
 )
 from app.engine.results import INVALID_REQUEST, LineProblem
+from app.engine.vllm_api import (
+    AnthropicMessagesRequest,
+    BatchTranscriptionRequest,
+    BatchTranslationRequest,
+    ChatCompletionRequest,
+    CompletionRequest,
+    EmbeddingRequest,
+    RerankRequest,
+    ResponsesRequest,
+    ScoreRequest,
+    VLLMValidationError,
+    clean_loc_for_param,
+)
 
 REQUEST_TYPES: dict[str, Any] = {
     CHAT_COMPLETIONS: ChatCompletionRequest,

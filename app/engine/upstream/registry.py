@@ -17,7 +17,9 @@ import aiohttp
 import orjson
 
 from app.core.endpoints import AUDIO_ENDPOINTS, normalize_endpoint
+from app.core.line_errors import LineErrorCode
 from app.core.statuses import EngineState, UpstreamState
+from app.core.version import USER_AGENT
 from app.engine import gc_heap
 from app.engine.audio import AudioFetchError, audio_slot, fetch_audio, fetch_error_reply
 from app.engine.config.upstream import UpstreamSpec
@@ -162,6 +164,10 @@ class UpstreamRegistry:
         """Every URL's state, window and outstanding requests, by model (for ``/health``)."""
         return {name: {t.url: t.status() for t in u.pool.targets} for name, u in self._models.items()}
 
+    def engine_problems(self) -> dict[str, str]:
+        """None here: an upstream's URLs and their states are in :meth:`status`."""
+        return {}
+
     # -- lines -------------------------------------------------------------
 
     def validate_line(self, endpoint: str, body: Any) -> LineProblem | None:
@@ -215,7 +221,7 @@ class UpstreamRegistry:
                     f"The model {body.get('model') if isinstance(body, dict) else None!r} does not exist "
                     f"or does not serve {endpoint}.",
                     "NotFoundError",
-                    "model_not_found",
+                    LineErrorCode.MODEL_NOT_FOUND,
                 ),
             )
         outgoing = {**body, "model": upstream.spec.upstream_model}
@@ -284,7 +290,7 @@ def _pooled_client() -> aiohttp.ClientSession:
     with a select() on each idle one, for each request: 3-12 ms of CPU a line at 128
     connections, where aiohttp's pool takes microseconds.)"""
     connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=30, ttl_dns_cache=300)
-    return aiohttp.ClientSession(connector=connector)
+    return aiohttp.ClientSession(connector=connector, headers={"user-agent": USER_AGENT})
 
 
 def _headers(spec: UpstreamSpec) -> dict[str, str]:

@@ -24,6 +24,7 @@ import orjson
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_before_delay, wait_exponential_jitter
 
 from app.core.errors import error_envelope
+from app.core.line_errors import LineErrorCode
 from app.core.tracing import with_trace_headers
 from app.engine.config.upstream import UpstreamSpec
 from app.engine.errors import EngineDeadError
@@ -117,7 +118,7 @@ async def send(
                 f"The upstream did not answer within {spec.timeout_s:g} s (tried until the line's "
                 f"deadline of {spec.line_deadline_s:g} s).",
                 "timeout",
-                "request_timeout",
+                LineErrorCode.REQUEST_TIMEOUT,
             )
         if last.body is not None:
             return last.status, last.body

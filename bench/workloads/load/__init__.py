@@ -18,7 +18,7 @@ from typing import ClassVar
 from bench.report import Report
 from bench.workload import Context, parse_params
 from bench.workloads.load.clients import LoadConfig
-from bench.workloads.load.report import render, write_chart
+from bench.workloads.load.report import render, retrieve_p99_check, write_chart
 from bench.workloads.load.run import LAYOUTS, run_backend
 
 DURATION_S = 120.0
@@ -48,6 +48,10 @@ class Load:
             for backend in params.backends
             for layout in params.layouts
         ]
+        for run in runs:
+            run["checks"] = [retrieve_p99_check(run).to_dict()]
+        # Every retrieve's latency, run by run, in the compressed samples file.
+        samples = {"retrieve_timelines": [run.pop("timeline") for run in runs]}
         data = {"config": dataclasses.asdict(config), "enforce_eager": context.enforce_eager, "runs": runs}
         failed = any(run["errors"] or run["verify"]["problems"] for run in runs)
-        return Report(self.id, self.slug, self.title, data, render, write_chart, failed=failed)
+        return Report(self.id, self.slug, self.title, data, render, write_chart, failed=failed, samples=samples)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from app.engine.config.catalog import builtin_model_specs
+from app.engine.config.catalog import builtin_model_specs, resolve_model_specs
 from app.engine.config.specs import ModelSpec, load_model_config, parse_model_arg
 from app.engine.errors import ModelConfigError
 
@@ -78,3 +78,17 @@ def test_memory_options_replace_each_other(tmp_path):
     assert (share.kv_cache_gib, share.gpu_memory_utilization) == (None, 0.2)
     with pytest.raises(ModelConfigError):
         ModelSpec(name="x", path="x", kv_cache_gib=1, gpu_memory_utilization=0.2)
+
+
+def test_load_always_or_on_demand(tmp_path):
+    specs = resolve_model_specs(
+        config={"models": {"all-MiniLM-L6-v2": {"load": "on-demand"}, "batchd-tiny-chat": {}}}, data_dir=tmp_path
+    )
+    assert {spec.name: spec.load for spec in specs if isinstance(spec, ModelSpec)} == {
+        "all-MiniLM-L6-v2": "on-demand",
+        "batchd-tiny-chat": "always",
+    }
+    with pytest.raises(ModelConfigError, match="load must be one of always, on-demand"):
+        resolve_model_specs(config={"models": {"m": {"load": "lazy"}}}, data_dir=tmp_path)
+    with pytest.raises(ModelConfigError, match="wrong type"):
+        load_model_config({"models": {"m": {"load": True}}})

@@ -20,7 +20,7 @@ import pytest
 
 from app.engine.config.catalog import MINILM_NAME
 from app.engine.config.tiny_chat import TINY_CHAT_NAME
-from app.engine.errors import EngineDeadError, EngineNotReadyError, RequestAborted
+from app.engine.errors import EngineNotReadyError, RequestAborted
 from app.engine.local.registry import EngineRegistry
 from harness.poll import wait_until_async
 
@@ -389,19 +389,20 @@ def test_not_ready_before_start():
         EngineRegistry().validate_line(CHAT, chat_body())
 
 
-def test_engine_death_raises_instead_of_an_error_line(registry, run):
-    # Must stay the last test of this module: it kills the shared engines.
-    # Direct children only: a server subprocess's engines (other test
-    # modules) are grandchildren and must survive.
-    killed = [c for c in psutil.Process().children() if "EngineCore" in c.name()]
-    assert len(killed) == 2
-    for child in killed:
-        child.kill()
+def test_a_killed_engine_core_is_restarted_and_the_line_runs_again(registry, run):
+    # Must stay the last test of this module: it kills a shared engine.
+    core = next(p for p in registry._processes[TINY_CHAT_NAME][0] if _title(p).startswith("VLLM::EngineCore"))
+    core.kill()
 
     async def after_death():
-        await wait_until_async(lambda: not registry.ready, 30, "the registry to see its engine die", interval=0.2)
-        with pytest.raises(EngineDeadError):
-            await registry.execute(CHAT, chat_body(), "dead-1")
+        problems = await wait_until_async(registry.engine_problems, 30, "the registry to restart its engine", 0.2)
+        assert not registry.ready
+        # The line waits for the restart and runs on the new engine.
+        result = await registry.execute(CHAT, chat_body(), "after-death-1")
+        return problems, result
 
-    run(after_death())
-    assert not registry.ready
+    problems, result = run(after_death())
+    assert problems == {TINY_CHAT_NAME: "its engine is restarting"}
+    assert result.status_code == 200 and result.body["object"] == "chat.completion"
+    assert registry.ready and registry.engine_state(TINY_CHAT_NAME) == "ready"
+    assert not core.is_running()

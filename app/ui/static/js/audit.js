@@ -14,7 +14,7 @@ const EVENT_TYPES = [
   "project.created", "project.updated", "project.archived",
   "service_account.created", "service_account.deleted",
   "api_key.created", "api_key.deleted",
-  "rate_limit.updated",
+  "rate_limit.updated", "resource.deleted",
 ];
 
 export function auditPage(root, ctx, params) {

@@ -11,7 +11,8 @@ const STATUSES = [
   ["completed,failed,expired,cancelled", "ended"],
   ...["validating", "in_progress", "finalizing", "completed", "failed", "expired", "cancelling", "cancelled"].map((s) => [s, s]),
 ];
-const ENDPOINTS = [
+// The OpenAI batch endpoints (app/core/endpoints.py's OPENAI_BATCH_ENDPOINTS).
+export const OPENAI_ENDPOINTS = [
   "/v1/chat/completions",
   "/v1/completions",
   "/v1/responses",
@@ -20,8 +21,8 @@ const ENDPOINTS = [
   "/v1/rerank",
   "/v1/audio/transcriptions",
   "/v1/audio/translations",
-  "/v1/messages",
 ];
+const ENDPOINTS = [...OPENAI_ENDPOINTS, "/v1/messages"];
 
 /** The filters the hash holds: {status, since, until, endpoint, model, metadata}, "" when unset. */
 export function filtersFrom(params) {

@@ -190,12 +190,13 @@ function fileTable(batch, files, onError, scope) {
   return h("table", { class: "list compact" }, h("tbody", {}, rows));
 }
 
-function validationErrors(errors) {
+/** A failed batch's line errors (also a quote's, new-batch.js), in a table with the given id. */
+export function validationErrors(errors, id = "validation-errors") {
   return [
     h("h2", {}, `Validation errors (${errors.length})`),
     h(
       "table",
-      { class: "list", id: "validation-errors" },
+      { class: "list", id },
       h("thead", {}, h("tr", {}, ["Line", "Code", "Param", "Message"].map((c) => h("th", {}, c)))),
       h("tbody", {}, errors.map((e) => h("tr", {}, h("td", { class: "num" }, e.line ?? "—"), h("td", {}, e.code ?? ""),
         h("td", {}, e.param ?? ""), h("td", {}, e.message ?? "")))),

@@ -21,7 +21,8 @@ export function batchesPage(root, ctx, params) {
   const table = h("div", { id: "batches" }, h("p", { class: "muted" }, "Loading…"));
   const pager = h("div", { class: "pager" });
   const filter = projectFilter(project, (p) => (location.hash = `#/batches${filterQuery(filters, null, p)}`));
-  replace(root, h("div", { class: "title-row" }, h("h1", {}, "Batches"), h("span", { class: "spacer" }), filter), form, table, pager);
+  const create = h("a", { id: "new-batch", class: "button", href: "#/new-batch" }, "New batch");
+  replace(root, h("div", { class: "title-row" }, h("h1", {}, "Batches"), create, h("span", { class: "spacer" }), filter), form, table, pager);
   // The model filter suggests the served models (a suggestion only: any model can be typed).
   api("/models")
     .then((models) => suggestModels(form, models.data.map((m) => m.id)))

@@ -1,4 +1,4 @@
-// Sign-in and the hash router (#/batches, #/batch/<id>, #/files, #/models, #/queue, and for admin
+// Sign-in and the hash router (#/batches, #/batch/<id>, #/new-batch, #/files, #/models, #/queue, #/requests, and for admin
 // keys #/usage, #/projects, #/project/<id>, #/audit).
 
 import { isAdmin } from "./admin.js";
@@ -9,9 +9,11 @@ import { batchesPage } from "./batches.js";
 import { h, replace } from "./dom.js";
 import { filesPage } from "./files.js";
 import { modelsPage } from "./models.js";
+import { newBatchPage } from "./new-batch.js";
 import { projectPage } from "./project.js";
 import { projectsPage } from "./projects.js";
 import { queuePage } from "./queue.js";
+import { requestsPage } from "./requests.js";
 import { usagePage } from "./usage.js";
 
 const main = document.getElementById("main");
@@ -65,13 +67,15 @@ function route() {
   const parts = path.split("/").filter(Boolean);
   current = pageContext();
   const page = parts[0] || "batches";
-  const section = { batch: "batches", project: "projects" }[page] || page;
+  const section = { batch: "batches", "new-batch": "batches", project: "projects" }[page] || page;
   for (const link of nav.querySelectorAll("a")) link.classList.toggle("active", link.dataset.page === section);
   showAdminPages();
   if (page === "batch" && parts[1]) batchPage(main, current, decodeURIComponent(parts[1]), params);
+  else if (page === "new-batch") newBatchPage(main, current, params);
   else if (page === "files") filesPage(main, current, params);
   else if (page === "models") modelsPage(main, current, params);
   else if (page === "queue") queuePage(main, current, params);
+  else if (page === "requests") requestsPage(main, current, params);
   else if (page === "usage") usagePage(main, current, params);
   else if (page === "projects") projectsPage(main, current, params);
   else if (page === "project" && parts[1]) projectPage(main, current, decodeURIComponent(parts[1]));

@@ -1,0 +1,185 @@
+"""Engines on demand: at most ``budget`` models have an engine at a time; the others are loaded
+when their lines are due, in place of the least needed engine (rules in
+:mod:`app.scheduling.residency`).
+
+Every line runs inside :meth:`Residency.use`, which waits until its model's engine is resident
+and counts it in flight meanwhile. One task makes the swaps, one at a time: it drains the
+engine to unload (its new lines wait, those in flight finish), unloads it (its core process
+exits, its memory is returned) and only then loads the needed one, so no more than ``budget``
+engine cores are ever alive. Lines are never dropped: those that wait run once their engine is
+back, and a crash meanwhile leaves their shards unrecorded, to run again after a restart.
+Imports no vLLM: loading and unloading are the registry's callables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+
+from app.core import metrics
+from app.scheduling.residency import ModelDemand, Urgency, plan_swap
+
+log = logging.getLogger("batchd.engine")
+
+# After a failed load, the next attempt waits this long (its lines keep waiting).
+LOAD_RETRY_SECONDS = 5.0
+
+
+@dataclass
+class _Model:
+    always: bool
+    resident: bool = False
+    since: float = 0.0
+    draining: bool = False  # chosen to unload: new lines wait, those in flight finish
+    in_flight: Counter[Urgency] = field(default_factory=Counter)
+    waiting: Counter[Urgency] = field(default_factory=Counter)
+
+    @property
+    def usable(self) -> bool:
+        return self.resident and not self.draining
+
+    def demand(self, name: str) -> ModelDemand:
+        urgencies = [u for u, n in (self.in_flight + self.waiting).items() if n > 0]
+        return ModelDemand(
+            name,
+            self.resident,
+            self.since,
+            sum(self.in_flight.values()),
+            sum(self.waiting.values()),
+            min(urgencies, default=Urgency()),
+            self.always,
+        )
+
+
+class Residency:
+    """Which engines are loaded, and the swaps that load the ones lines wait for."""
+
+    def __init__(
+        self,
+        always: Mapping[str, bool],
+        budget: int | None,
+        min_residency: float,
+        load: Callable[[str], Awaitable[None]],
+        unload: Callable[[str], Awaitable[None]],
+    ) -> None:
+        self.budget = budget
+        self.min_residency = min_residency
+        self._models = {name: _Model(always=flag) for name, flag in always.items()}
+        self._load = load
+        self._unload = unload
+        self._changed = asyncio.Condition()
+        self._kick = asyncio.Event()
+        self._closed = False
+        self._task: asyncio.Task | None = None
+        self.swapping: str | None = None  # the model being loaded, for status pages
+
+    def start(self, resident: list[str]) -> None:
+        """Begin with ``resident`` loaded (the registry started them) and make swaps from now on."""
+        now = time.monotonic()
+        for name, model in self._models.items():
+            model.resident, model.since = name in resident, now
+            metrics.set_engine_resident(name, model.resident)
+        self._task = asyncio.create_task(self._swap_forever(), name="batchd-engine-residency")
+
+    def resident(self, model: str) -> bool:
+        state = self._models.get(model)
+        return state is not None and state.resident
+
+    def demands(self) -> list[ModelDemand]:
+        return [model.demand(name) for name, model in self._models.items()]
+
+    @asynccontextmanager
+    async def use(self, model: str, urgency: Urgency) -> AsyncIterator[None]:
+        """Hold ``model``'s engine for one line: wait until it is resident, keep it from being
+        unloaded until the line is done."""
+        state = self._models[model]
+        if not state.usable:
+            state.waiting[urgency] += 1
+            self._kick.set()
+            try:
+                async with self._changed:
+                    await self._changed.wait_for(lambda: state.usable or self._closed)
+            finally:
+                state.waiting[urgency] -= 1
+                state.waiting += Counter()  # drop zero counts
+        state.in_flight[urgency] += 1
+        try:
+            yield
+        finally:
+            state.in_flight[urgency] -= 1
+            state.in_flight += Counter()
+            if not state.in_flight:
+                await self._notify()
+            self._kick.set()
+
+    async def close(self) -> None:
+        """Make no more swaps; waiting lines go on (to the registry's shut-down error)."""
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._task
+        await self._notify()
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def _swap_forever(self) -> None:
+        while not self._closed:
+            await self._kick.wait()
+            self._kick.clear()
+            try:
+                swap = plan_swap(self.demands(), self.budget, time.monotonic(), self.min_residency)
+                if swap is None:
+                    # A busy engine's turn may end later with no line finishing meanwhile: look again.
+                    if any(d.waiting and not d.resident for d in self.demands()):
+                        asyncio.get_running_loop().call_later(1.0, self._kick.set)
+                    continue
+                if swap.unload is not None:
+                    await self._unload_engine(swap.unload)
+                await self._load_engine(swap.load)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - its lines keep waiting; try again shortly
+                log.exception("engine swap failed; trying again in %.0f s", LOAD_RETRY_SECONDS)
+                await asyncio.sleep(LOAD_RETRY_SECONDS)
+            self._kick.set()  # more may wait
+
+    async def _unload_engine(self, name: str) -> None:
+        model = self._models[name]
+        model.draining = True
+        log.info(
+            "engine for %s: unloading it for another model (%d lines in flight finish first)",
+            name,
+            sum(model.in_flight.values()),
+        )
+        try:
+            async with self._changed:
+                await self._changed.wait_for(lambda: not model.in_flight)
+            await self._unload(name)
+            model.resident = False
+            metrics.set_engine_resident(name, False)
+        finally:
+            model.draining = False
+        await self._notify()
+
+    async def _load_engine(self, name: str) -> None:
+        model = self._models[name]
+        self.swapping = name
+        started = time.monotonic()
+        try:
+            await self._load(name)
+        finally:
+            self.swapping = None
+        model.resident, model.since = True, time.monotonic()
+        seconds = model.since - started
+        metrics.record_engine_load(name, seconds)
+        metrics.set_engine_resident(name, True)
+        log.info("engine for %s: loaded on demand in %.1f s", name, seconds)
+        await self._notify()

@@ -1,0 +1,1 @@
+"""Batches: create, list, cancel, delete, retry and their results."""

@@ -1,0 +1,1 @@
+"""Flex processing: synchronous requests run through the batch queue."""

@@ -1,0 +1,69 @@
+"""The enqueued-token limit (OpenAI's batch queue limit): per project and model, the prompt tokens
+of batches not yet finished. Counted at validation, per model (a Message Batch's requests may
+name several); a batch that would pass the limit for any of its models fails there with
+`token_limit_exceeded`, as OpenAI's does (a Message Batch ends with every request errored,
+`rate_limit_error`: app/services/message_batches/message_batches.py).
+
+Check and count are one step: the project's lock is held from the read of what is enqueued to
+the write of the batch's own counts (app/db/repositories/enqueued_tokens.py), so two batches
+validated at once, on any replicas, cannot both take the last room."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.config import Settings
+from app.core.line_errors import LineErrorCode, batch_error
+from app.db.engine import Database
+from app.db.models import ProjectRateLimit
+from app.db.repositories.enqueued_tokens import EnqueuedTokenRepository
+from app.services.limits.rate_limits import check_daily_limits
+from app.services.organization.projects import project_settings
+
+TOKEN_LIMIT_EXCEEDED = LineErrorCode.TOKEN_LIMIT_EXCEEDED
+
+
+async def enqueued_token_limit(db: Database, settings: Settings, project: str) -> int | None:
+    """The project's limit (its own, else BATCHD_PROJECT_MAX_ENQUEUED_TOKENS); None when there is none."""
+    own = (await project_settings(db, project)).max_enqueued_tokens
+    if own is not None:
+        return own  # 0 too: a project an operator has closed
+    return settings.project_max_enqueued_tokens or None
+
+
+async def enqueue_tokens(
+    session: AsyncSession,
+    batch_id: str,
+    project: str,
+    tokens_by_model: Mapping[str, int],
+    limit: int | None,
+    daily: Mapping[str, ProjectRateLimit] | None = None,
+    lines: int = 0,
+) -> dict | None:
+    """Count the batch's prompt tokens against the project's limit (None: none) and its daily
+    rate limits (app/services/limits/rate_limits.py), model by model: the batch's error when any model
+    would pass one (nothing is recorded), else None with the counts recorded. Call it in the
+    transaction that moves the batch on."""
+    repo = EnqueuedTokenRepository(session)
+    await repo.lock_project(project)
+    if limit is not None:
+        enqueued = await repo.enqueued(project, tokens_by_model, other_than=batch_id)
+        for model in sorted(tokens_by_model):
+            if enqueued[model] + tokens_by_model[model] > limit:
+                return _limit_error(project, model, limit)
+    if daily:
+        over = await check_daily_limits(session, daily, batch_id, project, tokens_by_model, lines)
+        if over:
+            return over
+    await repo.record(batch_id, tokens_by_model)
+    return None
+
+
+def _limit_error(project: str, model: str, limit: int) -> dict:
+    return batch_error(
+        TOKEN_LIMIT_EXCEEDED,
+        f"Enqueued token limit reached for {model} in project {project}. Limit: {limit:,} enqueued tokens. "
+        "Please try submitting fewer tokens or try again once your in_progress batches have completed.",
+    )

@@ -1,0 +1,1 @@
+"""Anthropic Message Batches over the batch machinery, and their results."""

@@ -1,0 +1,1 @@
+"""Who is asking: keys, projects, admin keys, open mode, the audit log."""

@@ -1,0 +1,1 @@
+"""Background Responses over the batch machinery."""

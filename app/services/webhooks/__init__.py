@@ -1,0 +1,1 @@
+"""Webhook endpoints, the outbox of events and their signed delivery."""

@@ -1,0 +1,112 @@
+"""The residency manager with fake loads (no vLLM): lines of a model with no engine wait, the
+engine in the way drains and is unloaded before the needed one loads (never two at once with a
+budget of one), the earlier deadline goes first, and every line runs exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+
+from app.engine.local.residency import Residency
+from app.scheduling.residency import Urgency
+
+HOUR, DAY = Urgency(deadline=3_600.0), Urgency(deadline=86_400.0)
+
+
+class Engines:
+    """Loads and unloads by name, recording the order and how many were loaded at once."""
+
+    def __init__(self, loaded: set[str]) -> None:
+        self.loaded = set(loaded)
+        self.events: list[str] = []
+        self.most_at_once = len(loaded)
+        self.ran: list[tuple[str, int]] = []
+
+    async def load(self, name: str) -> None:
+        await asyncio.sleep(0.01)
+        self.loaded.add(name)
+        self.most_at_once = max(self.most_at_once, len(self.loaded))
+        self.events.append(f"load {name}")
+
+    async def unload(self, name: str) -> None:
+        await asyncio.sleep(0.01)
+        self.loaded.discard(name)
+        self.events.append(f"unload {name}")
+
+
+async def _line(residency: Residency, engines: Engines, model: str, number: int, urgency: Urgency) -> None:
+    async with residency.use(model, urgency):
+        assert model in engines.loaded, f"{model} line {number} ran with no engine"
+        await asyncio.sleep(0.005)
+        engines.ran.append((model, number))
+
+
+async def _lines(residency: Residency, engines: Engines, model: str, count: int, urgency: Urgency) -> None:
+    """`count` lines of `model` in four streams, each line after the one before it."""
+
+    async def stream(first: int) -> None:
+        for number in range(first, count, 4):
+            await _line(residency, engines, model, number, urgency)
+
+    await asyncio.gather(*(stream(first) for first in range(4)))
+
+
+def test_lines_of_an_unloaded_model_wait_for_a_swap_and_the_earlier_deadline_runs_first():
+    async def scenario():
+        engines = Engines({"chat"})
+        residency = Residency({"chat": True, "embed": True}, 1, 0.1, engines.load, engines.unload)
+        residency.start(["chat"])
+        try:
+            embed = asyncio.create_task(_lines(residency, engines, "embed", 200, DAY))
+            # The idle chat engine gives way to the embeddings, which start running.
+            while not any(model == "embed" for model, _ in engines.ran):
+                await asyncio.sleep(0.001)
+            chat = asyncio.create_task(_lines(residency, engines, "chat", 20, HOUR))
+            await asyncio.wait_for(asyncio.gather(embed, chat), 10)
+        finally:
+            await residency.close()
+        return engines
+
+    engines = asyncio.run(scenario())
+    assert engines.most_at_once == 1
+    assert sorted(engines.ran) == sorted([("embed", i) for i in range(200)] + [("chat", i) for i in range(20)])
+    # The idle chat engine went for the embeddings; after their minimum residency the 1h lines
+    # preempted the 24h ones, which ran last.
+    assert engines.events == ["unload chat", "load embed", "unload embed", "load chat", "unload chat", "load embed"]
+    last_chat = max(n for n, (model, _) in enumerate(engines.ran) if model == "chat")
+    first_chat = min(n for n, (model, _) in enumerate(engines.ran) if model == "chat")
+    assert all(model == "chat" for model, _ in engines.ran[first_chat : last_chat + 1])
+    assert 0 < first_chat and engines.ran[-1][0] == "embed"
+
+
+def test_busy_models_with_no_deadline_between_them_take_turns_after_the_minimum_residency():
+    async def scenario():
+        engines = Engines({"a"})
+        residency = Residency({"a": True, "b": True}, 1, 0.2, engines.load, engines.unload)
+        residency.start(["a"])
+        stop = asyncio.Event()
+
+        async def stream(model: str) -> int:
+            count = 0
+            while not stop.is_set():
+                await _line(residency, engines, model, count, DAY)
+                count += 1
+            return count
+
+        try:
+            a = asyncio.create_task(stream("a"))
+            b = asyncio.create_task(stream("b"))
+            await asyncio.sleep(0.05)
+            assert engines.events == []  # a's turn is not over: b waits
+            await asyncio.sleep(1.5)
+            stop.set()
+            await asyncio.wait_for(asyncio.gather(a, b), 10)
+        finally:
+            await residency.close()
+        return engines
+
+    engines = asyncio.run(scenario())
+    assert engines.most_at_once == 1
+    swaps = [event for event in engines.events if event.startswith("load")]
+    # Turns of 0.2 s at least, each costing two fake loads of 10 ms: a handful, not hundreds.
+    assert 2 <= len(swaps) <= 8, engines.events
+    assert {model for model, _ in engines.ran} == {"a", "b"}
