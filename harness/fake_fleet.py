@@ -30,6 +30,7 @@ class FakeFleet:
         record_priority: bool = False,
         reject_priority: bool = False,
         tokenize_failures: int | None = None,
+        loras: list[str] | None = None,
     ) -> None:
         self.ports = ports or [free_port() for _ in range(count)]
         self.model = model
@@ -50,6 +51,8 @@ class FakeFleet:
         cmd += ["--record-priority"] if record_priority else []
         cmd += ["--reject-priority"] if reject_priority else []
         cmd += ["--tokenize-failures", str(tokenize_failures)] if tokenize_failures is not None else []
+        for name in loras or []:  # LoRA adapters listed with `parent` = model, and answered
+            cmd += ["--lora", name]
         for port in self.ports:
             cmd += ["--port", str(port)]
         self.process = ManagedProcess(cmd, log_dir / f"fake-upstream-{self.ports[0]}.log", cwd=ROOT)

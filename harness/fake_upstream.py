@@ -29,6 +29,12 @@ request received to its ``priority`` (null when it had none). With --reject-prio
 request with a non-zero ``priority`` gets the 400 older vLLM releases answer on a server
 started without ``--scheduling-policy priority``.
 
+LoRA adapters: each --lora NAME (repeatable) is listed by ``GET /v1/models`` with ``parent`` set
+to the model, as ``vllm serve --enable-lora --lora-modules NAME=PATH`` lists it, and answered:
+a chat reply of an adapter reads ``fake answer (NAME)``. A fake with adapters answers a request
+for a model it does not list 404, as vLLM does. ``/_stats`` counts the requests by the model they
+named (``model:NAME``). In process, assigning ``FakeUpstream.loras`` loads and unloads adapters.
+
 Tokenize: with --tokenize-failures N, ``POST /tokenize`` is served (vLLM's shape; the count is
 the number of characters of the messages' contents, or of the prompt), its first N requests
 answered 503; ``/_stats`` counts ``tokenize_ok`` and ``tokenize_failed``. Without it, 404.
@@ -113,8 +119,10 @@ class FakeUpstream:
         record_priority: bool = False,
         reject_priority: bool = False,
         tokenize_failures: int | None = None,
+        loras: list[str] | None = None,
     ) -> None:
         self.model = model
+        self.loras = list(loras or [])
         self.tokenize_failures = tokenize_failures  # None: no /tokenize
         self.record_priority = record_priority
         self.reject_priority = reject_priority
@@ -127,9 +135,28 @@ class FakeUpstream:
         self.log: list[tuple[float, float, str, int]] = []
         self.first_at: float | None = None
         self.last_at: float | None = None
-        self._models = json.dumps(
-            {"object": "list", "data": [{"id": model, "object": "model", "created": 0, "owned_by": "fake"}]}
-        ).encode()
+
+    def _models(self) -> bytes:
+        cards = [{"id": self.model, "object": "model", "created": 0, "owned_by": "fake", "parent": None}]
+        cards += [
+            {"id": n, "object": "model", "created": 0, "owned_by": "fake", "parent": self.model} for n in self.loras
+        ]
+        return json.dumps({"object": "list", "data": cards}).encode()
+
+    def _unknown_model(self, request: dict) -> bytes | None:
+        """vLLM's 404 for a model it does not serve (checked by a fake with adapters only: the
+        others answer any `model`)."""
+        model = request.get("model")
+        if not self.loras or model in (self.model, *self.loras):
+            return None
+        message = {
+            "object": "error",
+            "message": f"The model `{model}` does not exist.",
+            "type": "NotFoundError",
+            "param": "model",
+            "code": 404,
+        }
+        return json.dumps(message).encode()
 
     async def serve(self, port: int) -> asyncio.AbstractServer:
         gate = PriorityGate(self.max_concurrency)
@@ -162,7 +189,7 @@ class FakeUpstream:
     async def _answer(self, method, path, body, reader, writer, gate) -> bool:
         """Write one answer; False when the connection must end."""
         if method == "GET" and path == "/v1/models":
-            return _write(writer, 200, self._models)
+            return _write(writer, 200, self._models())
         if method == "GET" and path == "/_stats":
             stats: dict[str, Any] = {**self.stats, "open_connections": self.open_connections}
             stats.update(first_at=self.first_at, last_at=self.last_at)
@@ -183,6 +210,9 @@ class FakeUpstream:
         if self.first_at is None:
             self.first_at = time.time()
         self.stats["requests"] += 1
+        self.stats[f"model:{request.get('model')}"] += 1
+        if (unknown := self._unknown_model(request)) is not None:
+            return _write(writer, 404, unknown)
         priority = request.get("priority")
         if self.reject_priority and priority:
             self.stats["priority_refused"] += 1
@@ -237,7 +267,8 @@ class FakeUpstream:
             gate.release()
         self.log.append((started, time.time(), str(request.get("user") or ""), queued_at))
         self.last_at = time.time()
-        return _write(writer, 200, _reply(path, request))
+        adapter = request.get("model") if request.get("model") in self.loras else None
+        return _write(writer, 200, _reply(path, request, adapter))
 
     def _tokenize(self, request: dict) -> tuple[int, bytes]:
         if self.tokenize_failures:
@@ -275,7 +306,7 @@ _TRANSCRIPTIONS = "/v1/audio/transcriptions"
 _ROUTES = ("/v1/chat/completions", "/v1/embeddings", "/v1/messages", _TRANSCRIPTIONS)
 
 
-def _reply(path: str, request: dict) -> bytes:
+def _reply(path: str, request: dict, adapter: str | None = None) -> bytes:
     if path == _TRANSCRIPTIONS:
         return json.dumps({"text": "fake words", "usage": {"type": "duration", "seconds": 4}}).encode()
     if path == "/v1/messages":
@@ -309,7 +340,14 @@ def _reply(path: str, request: dict) -> bytes:
             "created": 0,
             "model": request.get("model"),
             "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": "fake answer"}, "finish_reason": "stop"}
+                {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": f"fake answer ({adapter})" if adapter else "fake answer",
+                    },
+                    "finish_reason": "stop",
+                }
             ],
             "usage": {
                 "prompt_tokens": 5,
@@ -339,6 +377,7 @@ async def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--record-priority", action="store_true", help="serve GET /_priorities")
     parser.add_argument("--reject-priority", action="store_true", help="refuse a non-zero priority as vLLM's fcfs")
     parser.add_argument("--tokenize-failures", type=int, metavar="N", help="serve /tokenize, failing the first N")
+    parser.add_argument("--lora", action="append", default=[], metavar="NAME", help="list and serve adapter NAME")
     args = parser.parse_args(argv)
     fake = FakeUpstream(
         args.model,
@@ -347,6 +386,7 @@ async def main(argv: list[str] | None = None) -> None:
         args.record_priority,
         args.reject_priority,
         args.tokenize_failures,
+        args.lora,
     )
     servers = [await fake.serve(port) for port in args.port]
     print("ready", flush=True)

@@ -118,7 +118,8 @@ async def start_serving(
     upstream = None
     if upstream_specs:
         upstream = UpstreamRegistry(upstream_window_surplus)
-        await upstream.start(upstream_specs)
+        in_process = [name for spec in local_specs for name in (spec.name, *(a.name for a in spec.adapters))]
+        await upstream.start(upstream_specs, taken=in_process)
         if not local_specs:
             return upstream
     # Importing vLLM (and torch) takes seconds of CPU: in a thread, so the event loop keeps

@@ -14,6 +14,8 @@
           priority: true                    # send each line with vLLM's `priority`, from its
                                             # batch's deadline (default false; the servers need
                                             # --scheduling-policy priority)
+          adapters: false                   # serve the LoRA adapters the URLs list on the model
+                                            # (GET /models cards whose `parent` is it; default true)
           endpoints: [/v1/chat/completions, /v1/embeddings]   # default: chat, completions,
                                                               # responses, messages, embeddings
 
@@ -37,7 +39,8 @@ _NUMBERS: dict[str, type | tuple[type, ...]] = {
     "deadline_s": (int, float),
     "health_interval_s": (int, float),
 }
-_OPTIONS = ("urls", "model", "api_key_env", "endpoints", "priority", *_NUMBERS)
+_SWITCHES = ("priority", "adapters")
+_OPTIONS = ("urls", "model", "api_key_env", "endpoints", *_SWITCHES, *_NUMBERS)
 
 
 def is_upstream_url(value: str) -> bool:
@@ -62,6 +65,9 @@ class UpstreamSpec:
     # Off by default: older vLLM releases refuse a non-zero priority unless the server runs
     # with --scheduling-policy priority (0.32 accepts and ignores it).
     priority: bool = False
+    # The LoRA adapters the URLs list on the model (`vllm serve --lora-modules`), each served
+    # under its own id (see app.engine.upstream.registry).
+    adapters: bool = True
 
     def __post_init__(self) -> None:
         if not self.urls:
@@ -126,9 +132,9 @@ def check_upstream_options(where: str, name: str, block: Any) -> dict[str, Any]:
             if not isinstance(value, str) or not value:
                 raise ModelConfigError(f"{where}: {name}.upstream.{key} must be a non-empty string.")
             checked[key] = value
-        elif key == "priority":
+        elif key in _SWITCHES:
             if not isinstance(value, bool):
-                raise ModelConfigError(f"{where}: {name}.upstream.priority must be true or false ({value!r}).")
+                raise ModelConfigError(f"{where}: {name}.upstream.{key} must be true or false ({value!r}).")
             checked[key] = value
         else:
             if isinstance(value, bool) or not isinstance(value, _NUMBERS[key]):

@@ -1,6 +1,14 @@
 """UpstreamRegistry: the :class:`~app.engine.protocol.Engines` of models served by
 OpenAI-compatible servers, so the worker cannot tell them from in-process ones. A line's body goes to the upstream unchanged apart from ``model``; the upstream's
 response body is the line's, as is, and usage is read from it.
+
+LoRA adapters: the adapters a model's URLs list on it (``vllm serve --lora-modules``; see
+:mod:`.discovery`) are served too, each under its id at the upstream, with the model as its
+``parent``, unless the model's ``upstream.adapters`` is off. An adapter's lines go to its base's
+URLs, in its base's windows, with the adapter's id as ``model``. An adapter is served while every
+URL in the rotation lists it (so any URL can take its lines), and the set follows the probes: one
+the fleet loads is served from the next probe on, one it drops is no longer. While no URL is in
+the rotation the last set is kept (the adapters are as down as their base, not gone).
 """
 
 from __future__ import annotations
@@ -9,7 +17,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -54,6 +62,12 @@ class UpstreamRegistry:
     def __init__(self, surplus: float = DEFAULT_SURPLUS) -> None:
         self._surplus = surplus
         self._models: dict[str, Upstream] = {}
+        # Served LoRA adapters: adapter id -> its base's served name (see _refresh_adapters).
+        self._adapters: dict[str, str] = {}
+        # The adapters each model's URLs in rotation last listed, by the model's served name.
+        self._listed: dict[str, frozenset[str]] = {}
+        # Names an adapter must not take: models served here or by the in-process engines.
+        self._taken: frozenset[str] = frozenset()
         self._client: aiohttp.ClientSession | None = None
         self._watchers: list[asyncio.Task] = []
         self._inflight = InflightRequests()
@@ -72,11 +86,13 @@ class UpstreamRegistry:
 
     @property
     def names(self) -> list[str]:
-        return list(self._models)
+        """The served models, then the served adapters."""
+        return [*self._models, *self._adapters]
 
-    async def start(self, specs: Sequence[UpstreamSpec]) -> None:
+    async def start(self, specs: Sequence[UpstreamSpec], taken: Iterable[str] = ()) -> None:
         """Probe every URL once and start watching them. A URL that is down does not stop
-        the start: it joins the rotation when it answers."""
+        the start: it joins the rotation when it answers. ``taken``: names served elsewhere in
+        this process (in-process models and adapters), which no upstream adapter may shadow."""
         for spec in specs:
             self._models[spec.name] = Upstream(
                 spec,
@@ -86,6 +102,7 @@ class UpstreamRegistry:
                 ),
                 _headers(spec),
             )
+        self._taken = frozenset(taken) | {spec.name for spec in specs} | {spec.upstream_model for spec in specs}
         self._client = _pooled_client()
         self._created = int(time.time())
         await asyncio.gather(
@@ -94,6 +111,7 @@ class UpstreamRegistry:
                 for u in self._models.values()
             )
         )
+        self._refresh_adapters()
         for upstream in self._models.values():
             for target in upstream.pool.targets:
                 self._watchers.append(
@@ -105,6 +123,7 @@ class UpstreamRegistry:
                             upstream.spec.upstream_model,
                             upstream.headers,
                             upstream.spec.health_interval_s,
+                            self._refresh_adapters,
                         ),
                         name=f"batchd-upstream-watch-{target.url}",
                     )
@@ -112,12 +131,14 @@ class UpstreamRegistry:
         self._started = True
         self._heap.settle()
         for name, upstream in self._models.items():
+            adapters = sorted(a for a, base in self._adapters.items() if base == name)
             log.log(
                 logging.INFO if upstream.pool.any_up else logging.WARNING,
-                "upstream model %s -> %s at %s",
+                "upstream model %s -> %s at %s%s",
                 name,
                 upstream.spec.upstream_model,
                 ", ".join(f"{t.url} ({t.state})" for t in upstream.pool.targets),
+                f"; LoRA adapters: {', '.join(adapters)}" if adapters else "",
             )
 
     async def shutdown(self) -> None:
@@ -137,14 +158,21 @@ class UpstreamRegistry:
     # -- what is served ----------------------------------------------------
 
     def model_cards(self) -> list[dict[str, Any]]:
-        """The ``data`` of ``GET /v1/models`` (see :meth:`engine_state` for their health)."""
-        return [
+        """The ``data`` of ``GET /v1/models`` (see :meth:`engine_state` for their health): each
+        model, then each adapter with its base as ``parent`` (as ``vllm serve`` lists them)."""
+        cards: list[dict[str, Any]] = [
             {"id": name, "object": "model", "created": self._created, "owned_by": "batchd"} for name in self._models
         ]
+        cards += [
+            {"id": name, "object": "model", "created": self._created, "owned_by": "batchd", "parent": base}
+            for name, base in self._adapters.items()
+        ]
+        return cards
 
     def engine_state(self, model: str) -> EngineState:
-        """``ready`` while one of the model's URLs is in the rotation, ``dead`` while none is."""
-        upstream = self._models.get(model)
+        """``ready`` while one of the model's URLs is in the rotation, ``dead`` while none is
+        (an adapter: its base's)."""
+        upstream = self._upstream_of(model)
         if upstream is None or not self._started:
             return EngineState.STOPPED
         return EngineState.READY if upstream.pool.any_up else EngineState.DEAD
@@ -153,10 +181,11 @@ class UpstreamRegistry:
         return self.engine_state(model) == EngineState.READY
 
     def endpoints_for(self, model: str) -> set[str]:
-        upstream = self._models.get(model)
+        upstream = self._upstream_of(model)
         return set(upstream.spec.endpoints) if upstream else set()
 
     def suggested_concurrency(self, model: str) -> int:
+        """The base's window for an adapter too: its lines share the base's URLs."""
         capacity = self._require(model).pool.capacity()
         return capacity + int(capacity * self._surplus)
 
@@ -185,7 +214,8 @@ class UpstreamRegistry:
         estimated alone); all estimated for a model whose upstream has no ``/tokenize`` (asked
         again every NO_TOKENIZE_RECHECK_S)."""
         first = bodies[0] if bodies else None
-        upstream = self._models.get(str(first.get("model"))) if isinstance(first, dict) else None
+        # An adapter's lines are counted by its base: they share the tokenizer.
+        upstream = self._upstream_of(first.get("model")) if isinstance(first, dict) else None
         canonical = normalize_endpoint(endpoint)
         if upstream is None or canonical is None or self._client is None:
             return estimate_all(endpoint, bodies)
@@ -211,7 +241,7 @@ class UpstreamRegistry:
             raise EngineNotReadyError("The upstream registry is not started (or was shut down).")
         canonical = normalize_endpoint(endpoint)
         model = body.get("model") if isinstance(body, dict) else None
-        upstream = self._models.get(model) if isinstance(model, str) else None
+        upstream = self._upstream_of(model)
         if upstream is None and isinstance(body, dict) and body.get("model") is None and len(self._models) == 1:
             upstream = next(iter(self._models.values()))
         if canonical is None or upstream is None:
@@ -224,7 +254,8 @@ class UpstreamRegistry:
                     LineErrorCode.MODEL_NOT_FOUND,
                 ),
             )
-        outgoing = {**body, "model": upstream.spec.upstream_model}
+        # An adapter goes by its own id: the upstream picks the adapter from `model`.
+        outgoing = {**body, "model": model if model in self._adapters else upstream.spec.upstream_model}
         payload, without_priority = orjson.dumps(outgoing), None
         if upstream.spec.priority and priority:
             payload, without_priority = orjson.dumps({**outgoing, "priority": priority}), payload
@@ -254,7 +285,7 @@ class UpstreamRegistry:
     # -- helpers -----------------------------------------------------------
 
     def _endpoints_of(self, model: str) -> frozenset[str] | None:
-        upstream = self._models.get(model)
+        upstream = self._upstream_of(model)
         if upstream is None:
             return None
         if upstream.pool.targets and all(t.state == UpstreamState.NO_MODEL for t in upstream.pool.targets):
@@ -262,10 +293,44 @@ class UpstreamRegistry:
         return upstream.spec.endpoints
 
     def _require(self, model: str) -> Upstream:
-        upstream = self._models.get(model)
+        upstream = self._upstream_of(model)
         if upstream is None:
             raise KeyError(f"Model {model!r} is not served.")
         return upstream
+
+    def _upstream_of(self, model: Any) -> Upstream | None:
+        """The upstream serving ``model``: its own, or for an adapter its base's."""
+        if not isinstance(model, str):
+            return None
+        upstream = self._models.get(model)
+        if upstream is None and (base := self._adapters.get(model)) is not None:
+            upstream = self._models[base]
+        return upstream
+
+    def _refresh_adapters(self) -> None:
+        """The served adapters, from what the URLs in rotation last listed (after each probe).
+        An adapter id that names a model served here or in process, or an adapter another
+        model already serves (the first configured wins), is not served."""
+        for name, upstream in self._models.items():
+            up = [t.adapters for t in upstream.pool.targets if t.in_rotation]
+            if up and upstream.spec.adapters:
+                self._listed[name] = up[0].intersection(*up[1:])
+        adapters: dict[str, str] = {}
+        clashes: list[str] = []
+        for name in self._models:  # in config order: the first model listing an adapter has it
+            for adapter in sorted(self._listed.get(name, frozenset()) - self._taken):
+                if adapter in adapters:
+                    clashes.append(f"{adapter} of {name} (served for {adapters[adapter]})")
+                else:
+                    adapters[adapter] = name
+        if adapters == self._adapters:
+            return
+        if self._started:
+            added, gone = adapters.keys() - self._adapters.keys(), self._adapters.keys() - adapters.keys()
+            log.info("upstream LoRA adapters: now serving %s, no longer %s", sorted(added), sorted(gone))
+        if clashes:
+            log.warning("upstream LoRA adapters listed by two models, served for the first: %s", "; ".join(clashes))
+        self._adapters = adapters
 
 
 async def _send_audio(

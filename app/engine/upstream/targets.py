@@ -50,6 +50,7 @@ class Target:
         "down_until",
         "max_cooldown",
         "priority",
+        "adapters",
         "_priority_configured",
         "_last_decrease",
     )
@@ -66,6 +67,8 @@ class Target:
         self.down_until = 0.0
         self._priority_configured = priority
         self.priority: PriorityState = "on" if priority else "off"
+        # The ids of the LoRA adapters its last probe listed on the model (discovery.read_models).
+        self.adapters: frozenset[str] = frozenset()
         self._last_decrease = 0.0
 
     @property

@@ -37,6 +37,13 @@ def test_config_upstream_block():
     assert (qwen.priority, emb.priority) == (False, True)
 
 
+def test_upstream_adapters_are_on_unless_turned_off():
+    config = {"models": {"off": {"upstream": {"urls": ["http://x/v1"], "adapters": False}}}}
+    on, off = resolve_model_specs(["on=http://a/v1"], config, data_dir=Path("/tmp"))
+    assert (on.name, on.adapters) == ("on", True)
+    assert (off.name, off.adapters) == ("off", False)
+
+
 @pytest.mark.parametrize(
     "config",
     [
@@ -47,6 +54,8 @@ def test_config_upstream_block():
         {"models": {"q": {"upstream": {"urls": ["http://x/v1"]}, "dtype": "float32"}}},
         {"models": {"q": {"upstream": {"urls": ["http://x/v1"], "endpoints": ["/v1/nope"]}}}},
         {"models": {"q": {"upstream": {"urls": ["http://x/v1"], "priority": 10}}}},
+        {"models": {"q": {"upstream": {"urls": ["http://x/v1"], "adapters": "no"}}}},
+        {"models": {"q": {"upstream": {"urls": ["http://x/v1"], "adapters": 0}}}},
     ],
 )
 def test_bad_upstream_config_fails_at_start(config):
