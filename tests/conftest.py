@@ -28,6 +28,12 @@ from tests.support.vllm_upstreams import NAME as VLLM_UPSTREAMS
 from tests.support.webhook_receiver import WebhookReceiver
 from tests.support.webhooks import clean_project
 
+# vLLM ends an engine whose model step takes over 300 s (VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS).
+# A head start's engines run in the low-share CPU group (tests/support/head_start.py) and a busy
+# suite can starve them that long: a CI run lost the registry session's engine that way. Every
+# engine the suite starts inherits this.
+os.environ.setdefault("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "3600")
+
 # CI sets this: Postgres tests must run there, never skip.
 REQUIRE_POSTGRES = os.environ.get("BATCHD_TEST_REQUIRE_POSTGRES") == "1"
 

@@ -1,8 +1,8 @@
 """Engines on demand (`--max-resident-engines 1`) with the two built-in models: a 3,000-line
-embeddings batch (24h) and a 100-line chat batch (1h) created just after it both complete, the
-1h batch first; never two engine cores alive at once; `/health` answers 200 throughout; and a
-server SIGKILLed in the middle of a swap, once restarted, completes both batches with every line
-exactly once. Real servers of their own: the tests count their engine processes."""
+embeddings batch (24h) and a 100-line chat batch (1h) created just after it: a server SIGKILLed
+in the middle of a swap, once restarted, completes both batches with every line exactly once, the
+1h batch first, never two engine cores alive at once and `/health` answering 200 throughout.
+Real servers of their own: the test counts their engine processes."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ from tests.support.batches import (
 from tests.support.engines import eager_config
 from tests.support.metrics import scrape, value
 
-# SQLite only: each test loads engines five to eight times (about ten minutes a backend); the
-# swap's durability rests on the same lines and leases as every backend's crash tests.
+# SQLite only: the test loads engines six times (minutes a backend); the swap's durability
+# rests on the same lines and leases as every backend's crash tests.
 pytestmark = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 
 EMBED_LINES, CHAT_LINES = 3000, 100
@@ -46,13 +46,13 @@ def _server(data_dir: Path, database_url: str | None, s3, config: Path) -> Serve
 @pytest.fixture
 def one_engine(tmp_path, database_factory, storage_factory):
     """Starts servers of the built-in models with room for one engine, on one data dir and
-    database (a restart carries on where the last one stopped); all killed at the end."""
-    # Both built-ins, chat first as `batchd serve` lists them: the chat engine is the one loaded at start.
-    config = eager_config(tmp_path / "models.json", {CHAT_MODEL: {}, EMBED_MODEL: {}})
+    database (a restart carries on where the last one stopped); all killed at the end. The
+    first model of ``order`` is the one whose engine loads at start."""
     data_dir, database_url, s3 = tmp_path / "data", database_factory(), storage_factory()
     servers: list[ServerProcess] = []
 
-    def start() -> ServerProcess:
+    def start(order: list[str]) -> ServerProcess:
+        config = eager_config(tmp_path / f"models-{len(servers)}.json", {name: {} for name in order})
         server = _server(data_dir, database_url, s3, config)
         servers.append(server.start(timeout=600))
         return server
@@ -110,6 +110,10 @@ def _models(server: ServerProcess) -> dict[str, dict]:
     return {model.id: model.model_dump() for model in client.models.list().data}
 
 
+def _states(server: ServerProcess) -> dict[str, tuple[str, bool]]:
+    return {name: (m["engine_state"], m["loaded"]) for name, m in _models(server).items()}
+
+
 def _create_both(client):
     embeddings = create(
         client, [embedding_line(f"e-{i}", f"sentence {i}") for i in range(EMBED_LINES)], endpoint="/v1/embeddings"
@@ -129,38 +133,14 @@ def _assert_each_line_once(client, batch, prefix: str, lines: int) -> None:
     assert all(line["response"]["status_code"] == 200 for line in output.values())
 
 
-def test_one_resident_engine_runs_the_due_batch_first_and_both_complete(one_engine):
-    server = one_engine()
+def test_a_kill_mid_swap_loses_nothing_and_the_due_batch_goes_first(one_engine):
+    """One scenario, two servers (each engine load costs tens of seconds): the first server,
+    chat loaded at start, loads embeddings for the 24h batch, then swaps back for the 1h batch
+    and is SIGKILLed in that swap. The second, embeddings listed first so its engine is the one
+    loaded at start, still runs the 1h batch first; both complete with every line once."""
+    server = one_engine([CHAT_MODEL, EMBED_MODEL])
     client = openai_client(server.base_url, "key-a")
-    models = _models(server)
-    assert {name: (m["engine_state"], m["loaded"]) for name, m in models.items()} == {
-        CHAT_MODEL: ("ready", True),
-        EMBED_MODEL: ("unloaded", False),
-    }
-    with Watch(server) as watch:
-        embeddings, chat = _create_both(client)
-        chat = wait_for(client, chat.id, timeout=900)
-        embeddings = wait_for(client, embeddings.id, timeout=900)
-
-    _assert_each_line_once(client, chat, "c", CHAT_LINES)
-    _assert_each_line_once(client, embeddings, "e", EMBED_LINES)
-    # The 1h batch went ahead of the 24h one, which had its engine first.
-    assert chat.completed_at < embeddings.completed_at, (chat.completed_at, embeddings.completed_at)
-    assert watch.cores and max(watch.cores) == 1, watch.cores
-    assert watch.health and set(watch.health) == {200}, [h for h in watch.health if h != 200][:5]
-
-    # chat unloaded for embeddings, embeddings for chat, chat for embeddings: three loads.
-    scraped = scrape(server)
-    loads = {m: value(scraped, "batchd_engine_loads_total", model=m) for m in (CHAT_MODEL, EMBED_MODEL)}
-    assert loads[EMBED_MODEL] >= 2 and loads[CHAT_MODEL] >= 1, loads
-    assert value(scraped, "batchd_engine_load_seconds_count", model=EMBED_MODEL) == loads[EMBED_MODEL]
-    resident = {m: value(scraped, "batchd_engine_resident", model=m) for m in (CHAT_MODEL, EMBED_MODEL)}
-    assert sorted(resident.values()) == [0, 1], resident
-
-
-def test_sigkill_during_a_swap_loses_nothing(one_engine):
-    server = one_engine()
-    client = openai_client(server.base_url, "key-a")
+    assert _states(server) == {CHAT_MODEL: ("ready", True), EMBED_MODEL: ("unloaded", False)}
     embeddings, chat = _create_both(client)
     # The chat batch's lines wait while the embeddings engine drains and the chat engine loads.
     wait_until(
@@ -168,8 +148,24 @@ def test_sigkill_during_a_swap_loses_nothing(one_engine):
     )
     server.kill()
 
-    server = one_engine()
-    chat = wait_for(client := openai_client(server.base_url, "key-a"), chat.id, timeout=900)
-    embeddings = wait_for(client, embeddings.id, timeout=900)
+    server = one_engine([EMBED_MODEL, CHAT_MODEL])
+    client = openai_client(server.base_url, "key-a")
+    assert _states(server) == {CHAT_MODEL: ("unloaded", False), EMBED_MODEL: ("ready", True)}
+    with Watch(server) as watch:
+        chat = wait_for(client, chat.id, timeout=900)
+        embeddings = wait_for(client, embeddings.id, timeout=900)
+
     _assert_each_line_once(client, chat, "c", CHAT_LINES)
     _assert_each_line_once(client, embeddings, "e", EMBED_LINES)
+    # The 1h batch went ahead of the 24h one, whose engine was the one loaded.
+    assert chat.completed_at < embeddings.completed_at, (chat.completed_at, embeddings.completed_at)
+    assert watch.cores and max(watch.cores) == 1, watch.cores
+    assert watch.health and set(watch.health) == {200}, [h for h in watch.health if h != 200][:5]
+
+    # Embeddings unloaded for chat, chat for embeddings: a load of each.
+    scraped = scrape(server)
+    loads = {m: value(scraped, "batchd_engine_loads_total", model=m) for m in (CHAT_MODEL, EMBED_MODEL)}
+    assert loads[CHAT_MODEL] >= 1 and loads[EMBED_MODEL] >= 1, loads
+    assert value(scraped, "batchd_engine_load_seconds_count", model=CHAT_MODEL) == loads[CHAT_MODEL]
+    resident = {m: value(scraped, "batchd_engine_resident", model=m) for m in (CHAT_MODEL, EMBED_MODEL)}
+    assert sorted(resident.values()) == [0, 1], resident
