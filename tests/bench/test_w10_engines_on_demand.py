@@ -15,6 +15,7 @@ from bench.workloads.w10.measure import (
     engine_timeline,
     line_tally,
     loads_seen,
+    swapping_seconds,
     system_measures,
 )
 from bench.workloads.w10.plan import (
@@ -86,6 +87,7 @@ def test_busy_is_an_engine_loaded_with_lines_in_flight_not_lines_waiting_for_one
     # Samples past the end count up to it only; a later first sample leaves the start idle.
     assert busy_seconds(samples, end=4.5) == 1.5
     assert busy_seconds(samples[1:], end=2.0) == 1.0
+    assert swapping_seconds(samples, end=5.0) == 2.0  # 2-4 s: neither engine loaded
     assert loads_seen(samples) == 1
     assert engine_timeline(samples) == [[0.0, CHAT, "loaded"], [2.0, CHAT, "unloaded"], [4.0, EMBED, "loaded"]]
 
@@ -111,6 +113,7 @@ def test_a_systems_measures_from_its_batches_samples_and_counters():
     m = system_measures(rows, samples, {CHAT: 0.0, EMBED: 3.0}, {EMBED: 24.5})
     assert (m["makespan_s"], m["busy_s"], m["busy_fraction"]) == (100.0, 50.0, 0.5)
     assert (m["loads"], m["loads_by_model"], m["load_seconds"]) == (3, {EMBED: 3}, 24.5)
+    assert m["no_engine_s"] == 0.0
     assert m["worst_1h_finish_s"] == 30.0 and m["hour_batches_missed"] == [] and m["deadlines_missed"] == []
     # A 1h batch that ends past its hour, or fails, misses its deadline.
     late = system_measures(_rows(hour_finish=3700.0, makespan=4000.0), [], {}, {})
@@ -196,7 +199,7 @@ def test_w10_runs_through_the_one_harness_and_renders():
         "checks": goal_checks(rounds),
     }
     text = render(doc)
-    assert "| budget | 180 | - | 3 |" in text and "| resident | 100 | - | 0 |" in text
+    assert "| budget | 180 | - | 3 | - | - |" in text and "| resident | 100 | - | 0 | - | - |" in text
     assert "| 1 | budget then resident | 1.8 | 1.2 |" in text
     assert "0 s batchd-tiny-chat loaded" in text
     assert "| chat-1h | batchd-tiny-chat | 1h | 10 | 2 | 32 | 30 | completed | yes | 0 | 0 | 0 |" in text

@@ -7,6 +7,7 @@ synthetic runs).
 - **busy**: the time some model had its engine loaded (`/v1/models` card `loaded`) and lines in
   flight on it (`lines_in_flight`), sampled every SAMPLE_S; a model whose lines wait for their
   engine (not loaded, or loading) counts as idle. **Busy fraction** = busy time / makespan;
+- **no engine**: the time no model had its engine loaded (a swap: unloading, then loading);
 - **loads** and **load seconds**: `batchd_engine_loads_total` and `batchd_engine_load_seconds_sum`
   over every model, the end's scrape minus the one before the first create (loads at start-up
   are not counted: every engine starts once on both systems);
@@ -17,7 +18,7 @@ synthetic runs).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from bench.workloads.w10.plan import Planned
@@ -41,17 +42,27 @@ class Sample:
         return any(self.loaded.get(model) and n > 0 for model, n in self.in_flight.items())
 
 
-def busy_seconds(samples: Sequence[Sample], end: float) -> float:
-    """Time from 0 to ``end`` during which the engines ran lines: each sample's state holds
-    until the next sample (the last one's until ``end``)."""
+def seconds_where(samples: Sequence[Sample], end: float, holds: Callable[[Sample], bool]) -> float:
+    """Time from 0 to ``end`` during which ``holds``: each sample's state lasts until the next
+    sample (the last one's until ``end``)."""
     total = 0.0
     ordered = sorted(samples, key=lambda s: s.t)
     stops = [s.t for s in ordered[1:]] + [end] if ordered else []
     for this, next_t in zip(ordered, stops, strict=True):
         start, stop = max(0.0, this.t), min(end, next_t)
-        if this.busy and stop > start:
+        if holds(this) and stop > start:
             total += stop - start
     return total
+
+
+def busy_seconds(samples: Sequence[Sample], end: float) -> float:
+    """Time from 0 to ``end`` during which the engines ran lines."""
+    return seconds_where(samples, end, lambda s: s.busy)
+
+
+def swapping_seconds(samples: Sequence[Sample], end: float) -> float:
+    """Time from 0 to ``end`` with no engine loaded: a swap's unload and load."""
+    return seconds_where(samples, end, lambda s: not any(s.loaded.values()))
 
 
 def loads_seen(samples: Sequence[Sample]) -> int:
@@ -119,6 +130,7 @@ def system_measures(
         "loads": int(round(sum(loads.values()))),
         "loads_by_model": {m: int(round(n)) for m, n in loads.items() if n},
         "load_seconds": round(sum(load_seconds.values()), 2),
+        "no_engine_s": round(swapping_seconds(samples, makespan), 2) if makespan else None,
         "loads_seen": loads_seen(samples),
         "worst_1h_finish_s": max(finishes) if len(finishes) == len(hour) and hour else None,
         "hour_batches_missed": [r["batch"] for r in hour if not r["deadline_met"]],

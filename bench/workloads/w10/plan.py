@@ -26,7 +26,8 @@ WINDOW_SECONDS = {"1h": 3600.0, "24h": 86400.0}
 SECOND_WAVE_DELAY_S = 2.0
 
 # Lines at scale 1: about 75 s of engine time on 2 CPUs (MiniLM ~100 lines/s, the tiny chat
-# model ~500 lines/s at 12 tokens), so one round (two servers) takes about six minutes.
+# model ~500 lines/s at 12 tokens), so one round (two servers, each starting three engines)
+# takes about eight minutes.
 DAY_LINES = {EMBED: 1500, CHAT: 5000, CHAT_B: 5000}  # each of two 24h batches per model
 HOUR_LINES = {EMBED: 300, CHAT: 1000, CHAT_B: 1000}  # one 1h batch per model
 DAY_BATCHES_PER_MODEL = 2

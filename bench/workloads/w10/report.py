@@ -13,6 +13,7 @@ SUMMARY = (
     ("busy_fraction", "busy fraction"),
     ("loads", "engine loads"),
     ("load_seconds", "load seconds"),
+    ("no_engine_s", "no engine loaded (s)"),
     ("worst_1h_finish_s", "worst 1h finish (s)"),
     ("startup_s", "start-up (s)"),
 )
@@ -39,7 +40,7 @@ def _system_line(run: dict) -> str:
     by_model = ", ".join(f"{m} {n}" for m, n in run["loads_by_model"].items()) or "none"
     return (
         f"makespan {run['makespan_s']} s, busy {run['busy_fraction']}, {run['loads']} loads ({by_model}; "
-        f"{run['load_seconds']} s), worst 1h finish {run['worst_1h_finish_s']} s, start-up {run['startup_s']} s"
+        f"{run['load_seconds']} s; no engine loaded {run.get('no_engine_s')} s), worst 1h finish {run['worst_1h_finish_s']} s, start-up {run['startup_s']} s"
     )
 
 
@@ -93,7 +94,8 @@ def render(doc: Document) -> str:
         f"(`lines_in_flight`), sampled every {SAMPLE_S:g} s (lines waiting for their engine to load count "
         "as idle), and **busy fraction** busy / makespan; **engine loads** and **load seconds** from "
         "`batchd_engine_loads_total` and `batchd_engine_load_seconds_sum` over the round (the start-up's "
-        "engine starts are not loads: both systems start every engine once); lines: each batch's "
+        "engine starts are not loads: both systems start every engine once); **no engine loaded** the "
+        "time no model had its engine loaded (a swap's unload and load, from the same samples); lines: each batch's "
         "output and error files against its input's custom_ids.",
         "",
         f"## Goals ({len(rounds)} round{'s' if len(rounds) != 1 else ''})",
