@@ -15,6 +15,7 @@ from bench.workloads.w7_shared_fleet import W7SharedFleet
 from bench.workloads.w8_frontend import W8Frontend
 from bench.workloads.w8_layers import W8Layers
 from bench.workloads.w9_million import W9Million
+from bench.workloads.w10 import W10EnginesOnDemand
 
 _ALL: tuple[Workload, ...] = (
     *SIDE_BY_SIDE.values(),
@@ -26,6 +27,7 @@ _ALL: tuple[Workload, ...] = (
     W8Frontend(),
     W8Layers(),
     W9Million(),
+    W10EnginesOnDemand(),
     Load(),
     DbSize(),
 )

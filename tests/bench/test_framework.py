@@ -136,7 +136,7 @@ def test_the_command_line_keeps_one_workload_and_one_round_and_routes_each_param
         ["--workloads", "W1", "--param", "kinds=chat"],  # no workload asked for takes it
         ["--workloads", "W8", "--param", "profile=maybe"],  # not a bool
         ["--workloads", "W5", "--rounds", "3"],  # W5 runs once
-        ["--workloads", "W10"],
+        ["--workloads", "W99"],  # no such workload
     ],
 )
 def test_the_command_line_refuses_what_no_workload_takes(argv):
