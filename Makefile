@@ -61,8 +61,8 @@ lint: install ## ruff, ruff format, import contracts, mypy, hadolint, compose an
 	scripts/lint-kubernetes.sh $(BIN)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-test: install chromium lint ## lint, then the whole suite (PYTEST_ARGS adds pytest options)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+test: install chromium lint ## lint, then the whole suite in two sessions side by side (PYTEST_ARGS adds pytest options)
+	scripts/test-sessions.sh $(BIN)/python $(PYTEST_ARGS)
 
 # The edit loop: every test that starts no engine and no server with models (tests/conftest.py
 # marks those `engine`) nor takes half a minute (`slow`), on SQLite only; the API tests run the app

@@ -98,6 +98,21 @@ ENGINE_PATHS = (
     "bench/test_load_smoke.py",
 )
 ENGINE_FIXTURES = {"model_server"}
+# Of those, the ones whose servers run no vLLM (no models, or a fake upstream fleet): `make test`
+# runs them in its second session, beside the vLLM tests (scripts/test-sessions.sh).
+WITHOUT_VLLM = (
+    "e2e/test_aborted_upload.py",
+    "e2e/test_batch_results_memory.py",
+    "e2e/test_fair_share.py",
+    "e2e/test_full_disk_uploads.py",
+    "e2e/test_idempotent_replicas.py",
+    "e2e/test_key_revocation.py",
+    "e2e/test_many_teams.py",
+    "e2e/test_orphan_blobs.py",
+    "e2e/test_schemathesis.py",
+    "e2e/test_upload_memory.py",
+    "e2e/test_webhook_after_kill.py",
+)
 TESTS = Path(__file__).resolve().parent
 
 
@@ -106,6 +121,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "ends_model_server: stops its backend's shared model server")
     config.addinivalue_line("markers", "engine: starts an engine or a server with models (not in make test-fast)")
     config.addinivalue_line("markers", "slow: takes half a minute or more with no engine (not in make test-fast)")
+    config.addinivalue_line("markers", "vllm: runs vLLM engines (make test's first session, the rest beside it)")
 
 
 def _starts_an_engine(item) -> bool:
@@ -114,10 +130,18 @@ def _starts_an_engine(item) -> bool:
     return under or bool(ENGINE_FIXTURES & set(getattr(item, "fixturenames", ())))
 
 
+def _runs_vllm(item) -> bool:
+    path = Path(item.path).resolve()
+    return _starts_an_engine(item) and not any(TESTS / p == path for p in WITHOUT_VLLM)
+
+
 def pytest_itemcollected(item):
-    """Mark every test that starts an engine (see ENGINE_PATHS), before `-m` selects."""
+    """Mark every test that starts an engine (see ENGINE_PATHS), and those of them that run vLLM,
+    before `-m` selects."""
     if _starts_an_engine(item):
         item.add_marker(pytest.mark.engine)
+    if _runs_vllm(item):
+        item.add_marker(pytest.mark.vllm)
 
 
 def _backend_of(item) -> str | None:

@@ -4,7 +4,8 @@ across two replicas over one Postgres and one S3; one created while another proj
 6,000-line batch runs completes within seconds; another project's GET is a 404.
 
 The tests run in this order on one server per backend (its engine starts once, again after the
-kill); the replica test adds a second replica on Postgres + S3. Exactly once is read from the
+kill), each on the backend its point needs (engine restarts are minutes): the kill and the busy
+batch on SQLite, the second replica on Postgres + S3, the 404 on both. Exactly once is read from the
 result files: each response's batch writes one output file of one line, whose custom_id is the
 response's id, so thirty responses that ran once leave thirty output lines, one per id."""
 
@@ -108,6 +109,7 @@ def _assert_ran_once(client: openai.OpenAI, responses: dict) -> None:
             assert line["response"]["status_code"] == 200
 
 
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_thirty_background_responses_run_exactly_once_across_a_sigkill(durable):
     client = durable.server.client("key-a")
     ids = [_create(client, n).id for n in range(RESPONSES)]
@@ -128,10 +130,10 @@ def test_thirty_background_responses_run_exactly_once_across_a_sigkill(durable):
     _assert_ran_once(client, done)
 
 
-def test_thirty_background_responses_over_two_replicas(durable, backend):
-    # Replicas share the database and the blobs: on SQLite, those of the one data dir (CI fails
-    # a skipped test, so this runs on every backend).
-    second = durable.start("replica-1", None if backend == "sqlite" else durable.tmp.mktemp("replica-1"))
+@pytest.mark.parametrize("backend", ["postgres-s3"], indirect=True)
+def test_thirty_background_responses_over_two_replicas(durable):
+    # Replicas share the database and the blobs; each has a data dir of its own.
+    second = durable.start("replica-1", durable.tmp.mktemp("replica-1"))
     clients = [server.client("key-list") for server in (durable.server, second)]
     ids = [_create(clients[n % 2], n).id for n in range(RESPONSES)]
     done = wait_until(_ended(clients, ids), timeout=300, what="all thirty to end", interval=0.5)
@@ -141,6 +143,7 @@ def test_thirty_background_responses_over_two_replicas(durable, backend):
     second.stop()
 
 
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_a_response_lands_within_seconds_while_another_projects_big_batch_runs(durable):
     busy = durable.server.client("key-load")
     client = durable.server.client("key-b")
