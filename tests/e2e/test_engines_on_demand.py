@@ -37,9 +37,10 @@ EMBED_LINES, CHAT_LINES = 3000, 100
 CORE = "VLLM::EngineCore"
 
 
-def _server(data_dir: Path, database_url: str | None, s3, config: Path) -> ServerProcess:
+def _server(data_dir: Path, database_url: str | None, s3, config: Path, order: list[str]) -> ServerProcess:
     env = {"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_MIN_RESIDENCY_SECONDS": "2"}
-    args = ["--max-resident-engines", "1", "--config", str(config)]
+    # `--model` in this order: the first model's engine is the one loaded at start.
+    args = ["--max-resident-engines", "1", "--config", str(config), *(f"--model={name}" for name in order)]
     return ServerProcess(data_dir, database_url, env=env, models=True, s3=s3, args=args)
 
 
@@ -53,7 +54,7 @@ def one_engine(tmp_path, database_factory, storage_factory):
 
     def start(order: list[str]) -> ServerProcess:
         config = eager_config(tmp_path / f"models-{len(servers)}.json", {name: {} for name in order})
-        server = _server(data_dir, database_url, s3, config)
+        server = _server(data_dir, database_url, s3, config, order)
         servers.append(server.start(timeout=600))
         return server
 

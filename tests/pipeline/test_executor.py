@@ -19,6 +19,7 @@ class _Result:
 @dataclass
 class FakeEngine:
     slow_line: int = -1
+    slow_seconds: float = 1.0
     in_flight: int = 0
     max_in_flight: int = 0
     aborted: list = field(default_factory=list)
@@ -27,7 +28,7 @@ class FakeEngine:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            await asyncio.sleep(1.0 if body["n"] == self.slow_line else 0.01)
+            await asyncio.sleep(self.slow_seconds if body["n"] == self.slow_line else 0.01)
             return _Result(200, {"n": body["n"]})
         finally:
             self.in_flight -= 1
@@ -67,13 +68,15 @@ def test_window_bounds_in_flight_and_every_line_finishes():
 
 
 def test_a_slow_line_does_not_hold_back_the_others():
-    engine = FakeEngine(slow_line=0)
+    # 3 s: the other 199 lines (~0.7 s of sleeps on three slots) end well before it even when
+    # a busy host slows them (CI saw them take over 1 s beside the engine tests).
+    engine = FakeEngine(slow_line=0, slow_seconds=3.0)
     started = time.monotonic()
     finished, outcomes = _run(engine, 200, window=4)
-    # Fixed chunks of 4 would wait on the slow line once per chunk it is in; a sliding window
-    # runs the other 199 lines (~0.5 s on three slots) while it sleeps its 1 s.
+    # Fixed chunks of 4 would hold every later line until the slow one ends; a sliding window
+    # runs the other 199 while it sleeps.
     assert finished and len(outcomes) == 200
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 4.5
     assert outcomes[-1].line_no == 1  # the slow first line finished last
 
 
