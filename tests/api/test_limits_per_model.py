@@ -7,7 +7,9 @@ fleet, answering /tokenize with a token per character of the messages' text):
 - Two batches validated at once against a limit that fits one: exactly one fails.
 - A failed /tokenize is retried with backoff; a line it still cannot count is estimated, and
   the next line asks /tokenize again.
-- A project may be limited to some completion windows (`batchd projects set --completion-windows`)."""
+- A project may be limited to some completion windows (`batchd projects set --completion-windows`).
+- A LoRA adapter the fleet lists (`tl-up`, parent `chat-a`) is limited and booked under its own
+  served name, apart from its base."""
 
 from __future__ import annotations
 
@@ -23,13 +25,14 @@ from tests.support.batches import chat_lines, create, jsonl, wait_for
 from tests.support.lazy import anthropic
 
 TOKEN_LIMIT = 500  # the server-wide default here
+ADAPTER = "tl-up"  # a LoRA adapter the fake fleet lists on its model: served with parent chat-a
 TEXT_100_TOKENS = "x" * 100  # 100 tokens by the fake /tokenize (a token a character), 25 estimated
 
 
 @pytest.fixture(scope="module")
 def setup(start_app, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("limits")
-    fleet = FakeFleet(tmp, tokenize_failures=0).start()
+    fleet = FakeFleet(tmp, tokenize_failures=0, loras=[ADAPTER]).start()
     # Its first 4 /tokenize requests fail: one line's 3 tries, then the next line's first.
     flaky = FakeFleet(tmp, tokenize_failures=4).start()
     slow = FakeFleet(tmp, delay_ms=2000, max_concurrency=1, tokenize_failures=0).start()
@@ -144,6 +147,31 @@ def test_message_batch_tokens_and_usage_are_per_model(setup):
     assert message.startswith("Enqueued token limit reached for chat-b in project proj-a. Limit: 500 enqueued tokens.")
     assert _counted(server, over.id) == []
     assert _counted(server, both.id) == [("chat-a", 300), ("chat-b", 300)]
+
+
+def test_an_adapter_is_limited_and_booked_under_its_own_name(setup):
+    server, _, _ = setup
+    client = server.anthropic("key-b")
+    assert server.client("key-b").models.retrieve(ADAPTER).parent == "chat-a"
+    # 300 tokens on the base and 300 on its adapter: each under the limit, though 600 in all.
+    requests = [_request(f"a{i}", "chat-a") for i in range(3)] + [_request(f"t{i}", ADAPTER) for i in range(3)]
+    both = client.messages.batches.create(requests=requests)
+    assert _ended(client, both.id).request_counts.succeeded == 6
+    usage = db.execute(
+        server,
+        "SELECT model, SUM(requests) FROM usage_minutes WHERE batch_id = :b GROUP BY model ORDER BY model",
+        b=both.id,
+    )
+    assert [(model, int(n)) for model, n in usage] == [("chat-a", 3), (ADAPTER, 3)]
+    assert _counted(server, both.id) == [("chat-a", 300), (ADAPTER, 300)]
+
+    # 600 tokens on the adapter: refused, naming it, though its base's 100 fit.
+    over = client.messages.batches.create(
+        requests=[_request("a", "chat-a")] + [_request(f"t{i}", ADAPTER) for i in range(6)]
+    )
+    assert _ended(client, over.id).request_counts.errored == 7
+    [message] = {r["error"]["error"]["message"] for r in _results(client, over.id).values()}
+    assert message.startswith(f"Enqueued token limit reached for {ADAPTER} in project proj-b.")
 
 
 def test_batches_validated_at_once_against_a_limit_that_fits_one(setup):
