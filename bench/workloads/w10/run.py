@@ -114,7 +114,9 @@ def _wait_all(client: openai.OpenAI, ids: dict[str, str], t0: float, timeout: fl
 def _custom_ids(client: openai.OpenAI, file_id: str | None) -> list[str]:
     if not file_id:
         return []
-    return [json.loads(line)["custom_id"] for line in client.files.content(file_id).text.splitlines() if line]
+    # Split on newlines only: str.splitlines also splits inside a JSON string at U+2028, U+0085
+    # and the like, which the tiny chat model's answers contain and JSON leaves unescaped.
+    return [json.loads(line)["custom_id"] for line in client.files.content(file_id).text.split("\n") if line]
 
 
 def system_round(
