@@ -81,7 +81,9 @@ def cancel_in_cleanup(client: openai.OpenAI, batch_id: str):
 def read_lines(client: openai.OpenAI, file_id: str | None) -> list[dict]:
     if file_id is None:
         return []
-    return [json.loads(line) for line in client.files.content(file_id).text.splitlines()]
+    # Newlines only: str.splitlines would also split a JSON string at U+2028, U+0085 and the like
+    # (the tiny chat model's answers have them, and JSON leaves them unescaped).
+    return [json.loads(line) for line in client.files.content(file_id).text.split("\n") if line]
 
 
 def results_by_custom_id(client: openai.OpenAI, batch) -> tuple[dict, dict]:

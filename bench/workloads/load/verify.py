@@ -19,7 +19,8 @@ from harness.poll import TERMINAL
 async def _lines(api: openai.AsyncOpenAI, file_id: str | None) -> list[dict]:
     if file_id is None:
         return []
-    return [json.loads(line) for line in (await api.files.content(file_id)).text.splitlines()]
+    # Newlines only: str.splitlines also splits a JSON string at U+2028 and the like.
+    return [json.loads(line) for line in (await api.files.content(file_id)).text.split("\n") if line]
 
 
 async def verify(base_url: str, api_key: str, stats: Stats, timeout_s: float = 900, concurrency: int = 8) -> dict:
