@@ -7,10 +7,14 @@ set -eu
 if [ "${1:-}" = "serve" ] && [ -z "${BATCHD_API_KEYS:-}" ] && [ -z "${BATCHD_ADMIN_KEYS:-}" ] \
     && [ "${BATCHD_ALLOW_OPEN_MODE:-false}" != "true" ]; then
     key_file="${BATCHD_DATA_DIR:-/data}/admin-api-key"
-    if [ ! -s "$key_file" ] && [ -z "$(batchd keys list)" ]; then
-        (umask 077 && batchd keys create --admin > "$key_file")
-        echo "batchd: no API keys were configured, so an admin API key was created in $key_file;" \
-            "read it with: docker compose exec batchd cat $key_file" >&2
+    if [ ! -s "$key_file" ]; then
+        # Only serve and `db upgrade` migrate; the key commands need the schema the serve below would make.
+        batchd db upgrade >&2
+        if [ -z "$(batchd keys list)" ]; then
+            (umask 077 && batchd keys create --admin > "$key_file")
+            echo "batchd: no API keys were configured, so an admin API key was created in $key_file;" \
+                "read it with: docker compose exec batchd cat $key_file" >&2
+        fi
     fi
 fi
 exec batchd "$@"

@@ -31,6 +31,7 @@ class FakeFleet:
         reject_priority: bool = False,
         tokenize_failures: int | None = None,
         loras: list[str] | None = None,
+        held: bool = False,
     ) -> None:
         self.ports = ports or [free_port() for _ in range(count)]
         self.model = model
@@ -51,6 +52,7 @@ class FakeFleet:
         cmd += ["--record-priority"] if record_priority else []
         cmd += ["--reject-priority"] if reject_priority else []
         cmd += ["--tokenize-failures", str(tokenize_failures)] if tokenize_failures is not None else []
+        cmd += ["--held"] if held else []  # serve nothing until release()
         for name in loras or []:  # LoRA adapters listed with `parent` = model, and answered
             cmd += ["--lora", name]
         for port in self.ports:
@@ -82,6 +84,10 @@ class FakeFleet:
         """Every request the fleet answered, all ports: (started: when it left the port's queue,
         finished, the body's `user`, the priority it was queued at)."""
         return [tuple(entry) for entry in httpx.get(f"http://127.0.0.1:{self.ports[0]}/_log", timeout=30).json()]
+
+    def release(self) -> None:
+        """Start serving (a fleet created `held` queues every request until then)."""
+        httpx.get(f"http://127.0.0.1:{self.ports[0]}/_release", timeout=5).raise_for_status()
 
     def stats_reset(self) -> None:
         """Zero the counters and the first/last request times (every port: one process)."""

@@ -24,6 +24,11 @@ times of the first request and the last answer (a benchmark's run as the fleet s
 (wall-clock seconds), the body's ``user`` field and the priority it was queued at, so a test can
 tell whose lines the fleet ran when.
 
+Held: with --held, every request (chat, embeddings, ...) waits in its port's queue, none served,
+until ``GET /_release``; then the queues are served as above (lowest priority first). A test
+holds a fleet until all its batches exist, so the order they were created in cannot decide
+who is served first.
+
 Priority: with --record-priority, ``GET /_priorities`` maps the last message of every chat
 request received to its ``priority`` (null when it had none). With --reject-priority, a
 request with a non-zero ``priority`` gets the 400 older vLLM releases answer on a server
@@ -71,16 +76,18 @@ _REASONS = {
 
 class PriorityGate:
     """At most `slots` holders at once; waiters are let in lowest priority first, then in
-    arrival order (vLLM's priority scheduler's waiting queue)."""
+    arrival order (vLLM's priority scheduler's waiting queue). A `held` gate lets no one in
+    until `open()`: everyone queues first, so the order they are let in is the queue's alone."""
 
-    def __init__(self, slots: int) -> None:
+    def __init__(self, slots: int, held: bool = False) -> None:
         self.slots = slots
+        self.held = held
         self.running = 0
         self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
         self._arrivals = itertools.count()
 
     async def acquire(self, priority: int) -> None:
-        if self.running < self.slots and not self._waiting:
+        if not self.held and self.running < self.slots and not self._waiting:
             self.running += 1
             return
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -94,6 +101,15 @@ class PriorityGate:
                 self._waiting = [entry for entry in self._waiting if entry[2] is not turn]
                 heapq.heapify(self._waiting)
             raise
+
+    def open(self) -> None:
+        """Stop holding: let the first waiters in, up to the slots."""
+        self.held = False
+        while self.running < self.slots and self._waiting:
+            *_, turn = heapq.heappop(self._waiting)
+            if not turn.done():
+                self.running += 1
+                turn.set_result(None)
 
     def release(self) -> None:
         """Hand the slot to the first waiter (it stays taken) or free it."""
@@ -120,8 +136,11 @@ class FakeUpstream:
         reject_priority: bool = False,
         tokenize_failures: int | None = None,
         loras: list[str] | None = None,
+        held: bool = False,
     ) -> None:
         self.model = model
+        self.held = held  # serve nothing until GET /_release
+        self.gates: list[PriorityGate] = []
         self.loras = list(loras or [])
         self.tokenize_failures = tokenize_failures  # None: no /tokenize
         self.record_priority = record_priority
@@ -159,7 +178,8 @@ class FakeUpstream:
         return json.dumps(message).encode()
 
     async def serve(self, port: int) -> asyncio.AbstractServer:
-        gate = PriorityGate(self.max_concurrency)
+        gate = PriorityGate(self.max_concurrency, self.held)
+        self.gates.append(gate)
         return await asyncio.start_server(lambda r, w: self._connection(r, w, gate), "127.0.0.1", port, backlog=1024)
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, gate: PriorityGate) -> None:
@@ -198,6 +218,9 @@ class FakeUpstream:
             return _write(writer, 200, json.dumps(self.priorities).encode())
         if method == "GET" and path == "/_log":
             return _write(writer, 200, json.dumps(self.log).encode())
+        if method == "GET" and path == "/_release":
+            self.release()
+            return _write(writer, 200, b"{}")
         if method == "GET" and path == "/_stats/reset":
             self.stats.clear()
             self.first_at = self.last_at = None
@@ -269,6 +292,12 @@ class FakeUpstream:
         self.last_at = time.time()
         adapter = request.get("model") if request.get("model") in self.loras else None
         return _write(writer, 200, _reply(path, request, adapter))
+
+    def release(self) -> None:
+        """Open every port's gate (a fleet started --held serves from now on)."""
+        self.held = False
+        for gate in self.gates:
+            gate.open()
 
     def _tokenize(self, request: dict) -> tuple[int, bytes]:
         if self.tokenize_failures:
@@ -378,6 +407,7 @@ async def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reject-priority", action="store_true", help="refuse a non-zero priority as vLLM's fcfs")
     parser.add_argument("--tokenize-failures", type=int, metavar="N", help="serve /tokenize, failing the first N")
     parser.add_argument("--lora", action="append", default=[], metavar="NAME", help="list and serve adapter NAME")
+    parser.add_argument("--held", action="store_true", help="queue every request until GET /_release")
     args = parser.parse_args(argv)
     fake = FakeUpstream(
         args.model,
@@ -387,6 +417,7 @@ async def main(argv: list[str] | None = None) -> None:
         args.reject_priority,
         args.tokenize_failures,
         args.lora,
+        args.held,
     )
     servers = [await fake.serve(port) for port in args.port]
     print("ready", flush=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -63,7 +64,9 @@ class TenancyCluster:
     ``priority: true`` (the fleet is started with --scheduling-policy priority), so batchd sends
     each line's priority. `upstream_max_concurrency`: the blocks' ``max_concurrency`` per URL
     (default: the fleet's slots); above the slots, lines queue at the fleet, where priority
-    orders them, as docs/priority.md recommends for a fleet that schedules by priority."""
+    orders them, as docs/priority.md recommends for a fleet that schedules by priority. With
+    `held`, the fleets serve nothing until `release()` (lines queue at them and in batchd), so a
+    scenario can have every batch exist before the first line is answered."""
 
     def __init__(
         self,
@@ -79,13 +82,15 @@ class TenancyCluster:
         models: Sequence[str] = (MODEL,),
         priority: bool = False,
         upstream_max_concurrency: int | None = None,
+        held: bool = False,
     ) -> None:
         self.work = work
+        self.held = held
         self.database_url = database_url
         self.capacity_slots = urls * per_url  # per model
         self.capacity = self.capacity_slots * 1000 / delay_ms  # lines/s per model
         self.fleets = {
-            model: FakeFleet(work, count=urls, model=model, delay_ms=delay_ms, max_concurrency=per_url)
+            model: FakeFleet(work, count=urls, model=model, delay_ms=delay_ms, max_concurrency=per_url, held=held)
             for model in models
         }
         self.fleet = self.fleets[models[0]]
@@ -134,6 +139,11 @@ class TenancyCluster:
         for fleet in self.fleets.values():
             fleet.kill()
 
+    def release(self) -> None:
+        """Let every model's fleet serve (a `held` cluster's fleets queue all until then)."""
+        for fleet in self.fleets.values():
+            fleet.release()
+
     def client(self, project: str, replica: int = 0) -> openai.OpenAI:
         """`project`'s client of replica number `replica` (modulo the replicas: a scenario
         written for two runs on one)."""
@@ -142,6 +152,9 @@ class TenancyCluster:
 
     def set_weight(self, project: str, weight: int) -> None:
         set_weight(self.database_url, self.work, project, weight)
+
+    def set_weights(self, weights: dict[str, int]) -> None:
+        set_weights(self.database_url, self.work, weights)
 
     def upload(self, project: str, name: str, count: int, replica: int = 0, model: str = MODEL) -> str:
         client = self.client(project, replica)
@@ -172,6 +185,26 @@ def set_weight(database_url: str, work: Path, project: str, weight: int) -> None
         timeout=120,
         cwd=work,
     )
+
+
+# `batchd projects set` once a project, in one interpreter: ten `batchd` processes cost ten
+# interpreter starts and app imports (17 s on a loaded 2-core host), this one.
+_SET_EACH = "import json, sys; from app.cli import main; sys.exit(max(main(a) for a in json.loads(sys.argv[1])))"
+
+
+def set_weights(database_url: str, work: Path, weights: dict[str, int]) -> None:
+    """`batchd projects set PROJECT --weight N` for each of `weights`, as an admin would (the
+    CLI's own entry point, one process for all)."""
+    tail = ["--database-url", database_url, "--data-dir", str(work / "cli")]
+    commands = [["projects", "set", p, "--weight", str(w), *tail] for p, w in weights.items()]
+    if commands:
+        subprocess.run(
+            [sys.executable, "-c", _SET_EACH, json.dumps(commands)],
+            check=True,
+            capture_output=True,
+            timeout=120,
+            cwd=work,
+        )
 
 
 def project_of(tag: str) -> str:

@@ -8,7 +8,9 @@ Deployment (`Deployment/batchd`) has the startup, liveness (`/health/live`) and 
 (`/health`) probes, a required API-keys Secret, a ServiceAccount without a token, Prometheus
 scrape annotations, migrations in an init container, replicas spread over nodes, a shared blob
 store, and, on GPUs, a rollout that needs no spare GPU. A ServiceMonitor or Ingress, when a
-component adds one, points at the Service, and the Ingress lets batchd's largest upload through.
+component adds one, points at the Service, and the Ingress lets batchd's largest upload through;
+a KEDA ScaledObject scales the server on a metric batchd exports and never to zero, and a Grafana
+dashboard ConfigMap reads only metrics batchd exports.
 
 Usage: python scripts/check_kubernetes.py [--no-server] RENDERED.yaml...  (one line per problem,
 exit 1 if any; --no-server for renders without the server, such as fill-models).
@@ -17,6 +19,7 @@ exit 1 if any; --no-server for renders without the server, such as fill-models).
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from collections.abc import Iterator
@@ -84,6 +87,16 @@ def problems(objects: Objects, *, server: bool = True) -> list[str]:
             found += [f"{key}: {p}" for p in service_monitor_problems(obj, objects)]
         elif obj["kind"] == "Ingress":
             found += [f"{key}: {p}" for p in ingress_problems(obj, objects)]
+        elif obj["kind"] == "HTTPRoute":
+            found += [f"{key}: {p}" for p in http_route_problems(obj, objects)]
+        elif obj["kind"] == "NetworkPolicy":
+            found += [f"{key}: {p}" for p in network_policy_problems(obj, objects)]
+        elif obj["kind"] == "PrometheusRule":
+            found += [f"{key}: {p}" for p in prometheus_rule_problems(obj)]
+        elif obj["kind"] == "ScaledObject":
+            found += [f"{key}: {p}" for p in scaled_object_problems(obj, objects)]
+        elif obj["kind"] == "ConfigMap" and obj["metadata"].get("labels", {}).get("grafana_dashboard"):
+            found += [f"{key}: {p}" for p in grafana_dashboard_problems(obj)]
     return found
 
 
@@ -191,7 +204,24 @@ def server_problems(deployment: dict[str, Any], objects: Objects) -> list[str]:
         *_topology_spread(deployment),
         *_gpu_rollout(deployment),
         *_blob_store(settings),
+        *_resources(pod),
     ]
+
+
+def _resources(pod: dict[str, Any]) -> list[str]:
+    """A memory limit and an ephemeral-storage request on every container, a sizeLimit on every
+    emptyDir: a leak or a full scratch volume costs one replica, never the node."""
+    found = []
+    for container in [*pod.get("initContainers", []), *pod["containers"]]:
+        resources = container.get("resources", {})
+        if "memory" not in resources.get("limits", {}):
+            found.append(f"container {container['name']} has no memory limit")
+        if "ephemeral-storage" not in resources.get("requests", {}):
+            found.append(f"container {container['name']} requests no ephemeral-storage")
+    for volume in pod.get("volumes", []):
+        if "emptyDir" in volume and not (volume["emptyDir"] or {}).get("sizeLimit"):
+            found.append(f"emptyDir {volume['name']} has no sizeLimit")
+    return found
 
 
 def _server(deployment: dict[str, Any]) -> dict[str, Any] | None:
@@ -392,6 +422,110 @@ def ingress_problems(ingress: dict[str, Any], objects: Objects) -> list[str]:
     for timeout in ("proxy-read-timeout", "proxy-send-timeout"):
         if int(notes.get(f"nginx.ingress.kubernetes.io/{timeout}", "60")) < INGRESS_TIMEOUT_SECONDS:
             found.append(f"{timeout} is under {INGRESS_TIMEOUT_SECONDS} s (large uploads and downloads)")
+    if not _settings_of(objects).get("BATCHD_FORWARDED_ALLOW_IPS"):
+        found.append("BATCHD_FORWARDED_ALLOW_IPS is not set: every client would share the controller's address")
+    return found
+
+
+def http_route_problems(route: dict[str, Any], objects: Objects) -> list[str]:
+    found = []
+    for rule in route["spec"].get("rules", []):
+        for backend in rule.get("backendRefs", []):
+            service = objects.get(f"Service/{backend['name']}")
+            if service is None or backend.get("port") not in {p["port"] for p in service["spec"]["ports"]}:
+                found.append(f"backend {backend['name']}:{backend.get('port')} is not a port of a Service here")
+        timeouts = rule.get("timeouts", {})
+        if _seconds(timeouts.get("request", "0s")) < INGRESS_TIMEOUT_SECONDS:
+            found.append(f"its request timeout is under {INGRESS_TIMEOUT_SECONDS} s (large uploads and downloads)")
+    if not route["spec"].get("parentRefs"):
+        found.append("no parentRefs (attached to no Gateway)")
+    if not _settings_of(objects).get("BATCHD_FORWARDED_ALLOW_IPS"):
+        found.append("BATCHD_FORWARDED_ALLOW_IPS is not set: every client would share the gateway's address")
+    return found
+
+
+def _seconds(duration: str) -> float:
+    """A Gateway API duration (`3600s`, `1h`, `0s`: 0 is none, as long as any)."""
+    units = {"h": 3600, "m": 60, "s": 1, "ms": 0.001}
+    total = sum(float(n) * units[u] for n, u in re.findall(r"([0-9.]+)(ms|h|m|s)", duration))
+    return float("inf") if total == 0 else total
+
+
+def network_policy_problems(policy: dict[str, Any], objects: Objects) -> list[str]:
+    selector = policy["spec"].get("podSelector", {}).get("matchLabels", {})
+    deployment = objects.get("Deployment/batchd")
+    found = []
+    if deployment is not None and not selector.items() <= deployment["spec"]["template"]["metadata"]["labels"].items():
+        found.append("selects no server pod")
+    egress_ports = {p.get("port") for rule in policy["spec"].get("egress", []) for p in rule.get("ports", [])}
+    for port, what in ((53, "DNS"), (5432, "Postgres"), (443, "S3")):
+        if port not in egress_ports:
+            found.append(f"no egress to {what} (port {port})")
+    ingress_ports = {p.get("port") for rule in policy["spec"].get("ingress", []) for p in rule.get("ports", [])}
+    if "http" not in ingress_ports and 8000 not in ingress_ports:
+        found.append("no ingress to batchd's port")
+    return found
+
+
+def _unexported(expr: str) -> list[str]:
+    """The batchd metric names in a PromQL expression that batchd does not export."""
+    exported = set(re.findall(r'"(batchd_[a-z_]+)"', (ROOT / "app" / "core" / "metrics.py").read_text()))
+    return [
+        name
+        for name in re.findall(r"\bbatchd_[a-z_]+", expr)
+        if name not in exported and re.sub(r"_(total|bucket|sum|count)$", "", name) not in exported
+    ]
+
+
+def prometheus_rule_problems(rule: dict[str, Any]) -> list[str]:
+    """Every batchd metric an alert reads is one batchd exports (a renamed metric never fires)."""
+    found = []
+    for group in rule["spec"].get("groups", []):
+        for alert in group.get("rules", []):
+            for name in _unexported(str(alert.get("expr", ""))):
+                found.append(f"alert {alert.get('alert')} reads {name}, which batchd does not export")
+    return found
+
+
+def scaled_object_problems(scaled: dict[str, Any], objects: Objects) -> list[str]:
+    """A KEDA ScaledObject scales the server on a metric batchd exports, and never to zero (with no
+    replica nothing exports the backlog, so it would never scale up again)."""
+    spec = scaled["spec"]
+    found = []
+    target = spec.get("scaleTargetRef", {})
+    if target.get("kind", "Deployment") != "Deployment" or f"Deployment/{target.get('name')}" not in objects:
+        found.append(f"scales {target.get('kind', 'Deployment')}/{target.get('name')}, not a Deployment here")
+    if int(spec.get("minReplicaCount", 0)) < 1:
+        found.append("minReplicaCount below 1: at zero replicas nothing exports the backlog it reads")
+    triggers = spec.get("triggers", [])
+    if not any(t.get("type") == "prometheus" for t in triggers):
+        found.append("no prometheus trigger on batchd's metrics")
+    for trigger in triggers:
+        query = str(trigger.get("metadata", {}).get("query", ""))
+        if trigger.get("type") == "prometheus" and "batchd_" not in query:
+            found.append(f"trigger query {query!r} reads no batchd metric")
+        for name in _unexported(query):
+            found.append(f"trigger reads {name}, which batchd does not export")
+    return found
+
+
+def grafana_dashboard_problems(config_map: dict[str, Any]) -> list[str]:
+    """A dashboard ConfigMap for Grafana's sidecar holds dashboards whose panels read only metrics
+    batchd exports."""
+    found = []
+    data = config_map.get("data", {})
+    if not any(name.endswith(".json") for name in data):
+        found.append("no .json dashboard in its data")
+    for name, text in data.items():
+        try:
+            dashboard = json.loads(text)
+        except ValueError as e:
+            found.append(f"{name} is not JSON: {e}")
+            continue
+        for panel in dashboard.get("panels", []):
+            for target in panel.get("targets", []):
+                for metric in _unexported(str(target.get("expr", ""))):
+                    found.append(f"{name}: panel {panel.get('title')!r} reads {metric}, which batchd does not export")
     return found
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Lint of docker/ and docker-compose.yml for `make lint`, with no Docker daemon: hadolint reads
 # every Dockerfile (a warning fails), and compose's `config -q` parses, interpolates and validates
-# the compose file. Usage: scripts/lint-docker.sh VENV_BIN
+# the compose file, alone and with the GPU override (docker/compose.gpu.yaml). Usage: scripts/lint-docker.sh VENV_BIN
 set -euo pipefail
 
 BIN=${1:?usage: $0 VENV_BIN}
@@ -18,3 +18,5 @@ for name in $(env | grep -oE '^(BATCHD|COMPOSE)_[A-Za-z0-9_]*' || true); do
     unset "$name"
 done
 "$COMPOSE" -f docker-compose.yml config -q
+# The GPU override merged over it (compose resolves its paths against the first file's folder).
+"$COMPOSE" -f docker-compose.yml -f docker/compose.gpu.yaml config -q

@@ -25,13 +25,16 @@ fi
 rendered=$(mktemp -d)
 trap 'rm -rf "$rendered"' EXIT
 # kustomize takes no absolute paths in a kustomization: the overlay and components relative to it.
+# with_components OVERLAY NAME [COMPONENT]: the overlay with every component, or with COMPONENT only.
 with_components() {
-    local dir=$rendered/$2-components
+    local dir=$rendered/$2-components${3:+-$(basename "$3")}
+    local chosen=("$COMPONENTS"/*/)
+    [ -z "${3:-}" ] || chosen=("$3")
     mkdir -p "$dir"
     {
         echo "resources: [$(realpath --relative-to="$dir" "$1")]"
         echo "components:"
-        for component in "$COMPONENTS"/*/; do
+        for component in "${chosen[@]}"; do
             echo "  - $(realpath --relative-to="$dir" "$component")"
         done
     } >"$dir/kustomization.yaml"
@@ -39,6 +42,7 @@ with_components() {
 }
 
 servers=()
+singles=()
 others=()
 for overlay in "$OVERLAYS"/*/; do
     name=$(basename "$overlay")
@@ -46,6 +50,12 @@ for overlay in "$OVERLAYS"/*/; do
     servers+=("$rendered/$name.yaml")
     render "$(with_components "$overlay" "$name")" >"$rendered/$name+components.yaml"
     servers+=("$rendered/$name+components.yaml")
+    # Each component alone too: one may lean on another (a patch, a merged setting) unseen above.
+    for component in "$COMPONENTS"/*/; do
+        single=$name+$(basename "$component")
+        render "$(with_components "$overlay" "$name" "$component")" >"$rendered/$single.yaml"
+        singles+=("$rendered/$single.yaml")
+    done
     for inner in "$overlay"*/kustomization.yaml; do
         [ -e "$inner" ] || continue
         inner_name=$name-$(basename "$(dirname "$inner")")
@@ -57,13 +67,14 @@ if [ ${#servers[@]} -eq 0 ]; then
     echo "lint-kubernetes: no overlay under $OVERLAYS" >&2
     exit 1
 fi
-# The components' custom resources (ServiceMonitor) have no schema here: check_kubernetes.py
-# checks them; other warnings still print.
-for file in "${servers[@]}" "${others[@]}"; do
-    "$BIN/kubernetes-validate" --strict --quiet "$file" 2>&1 | { grep -v "Couldn't find schema for kind ServiceMonitor" || true; }
+# The components' custom resources (ServiceMonitor, PrometheusRule, HTTPRoute, ScaledObject) have no schema
+# here: check_kubernetes.py checks them; other warnings still print.
+for file in "${servers[@]}" "${singles[@]}" "${others[@]}"; do
+    "$BIN/kubernetes-validate" --strict --quiet "$file" 2>&1 |
+        { grep -Ev "Couldn't find schema for kind (ServiceMonitor|PrometheusRule|HTTPRoute|ScaledObject) " || true; }
 done
-"$BIN/python" scripts/check_kubernetes.py "${servers[@]}"
+"$BIN/python" scripts/check_kubernetes.py "${servers[@]}" "${singles[@]}"
 if [ ${#others[@]} -gt 0 ]; then
     "$BIN/python" scripts/check_kubernetes.py --no-server "${others[@]}"
 fi
-echo "kubernetes: ${#servers[@]} renders of overlays (with and without components) and ${#others[@]} inner ones render, validate and pass check_kubernetes.py"
+echo "kubernetes: ${#servers[@]} renders of overlays (with and without components) and ${#others[@]} inner ones render, validate and pass check_kubernetes.py (and ${#singles[@]} with one component each)"

@@ -1,5 +1,5 @@
 """MkDocs hooks (mkdocs.yml `hooks:`): pages kept beside the code they describe join the site, and
-the build fails when the settings table no longer matches the settings code.
+the build fails when the settings or metrics table no longer matches the code.
 
 - bench/README.md becomes benchmarks/index.md and bench/results' reports benchmarks/results/, so
   the README's relative links to its reports work on the site as in the repository;
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import settings_table  # beside this file; MkDocs puts a hook's directory on sys.path while loading it
+import metrics_table  # beside this file; MkDocs puts a hook's directory on sys.path while loading it
+import settings_table
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files, InclusionLevel
@@ -39,4 +40,6 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     if page.file.src_uri == "configuration.md" and settings_table.page_table(markdown) != settings_table.table():
         raise PluginError("docs/configuration.md: the settings table is stale; run python scripts/settings_table.py")
+    if page.file.src_uri == "observability.md" and metrics_table.page_table(markdown) != metrics_table.table():
+        raise PluginError("docs/observability.md: the metrics table is stale; run python scripts/metrics_table.py")
     return markdown

@@ -84,64 +84,32 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("backend", CHEAP_BACKENDS if cheap else BACKENDS, indirect=True, scope="session")
 
 
-# Tests under these directories (or in these files) start engines (vLLM in-process or `vllm
-# serve`), servers with models (real or a fake upstream fleet) or the bench harness on them, or
-# build the tiny model (torch: ~10 s of CPU to import); with the tests that use the shared model
-# server they are marked `engine`, and `make test-fast` leaves them out.
-ENGINE_PATHS = (
-    "e2e",
-    "engine/local",
-    "engine/config/test_tiny_chat.py",
-    "runbatch",
-    "processes",
-    "bench/test_bench_smoke.py",
-    "bench/test_load_smoke.py",
-)
-ENGINE_FIXTURES = {"model_server"}
-# Of those, the ones whose servers run no vLLM (no models, or a fake upstream fleet): `make test`
-# runs them in its second session, beside the vLLM tests (scripts/test-sessions.sh).
-WITHOUT_VLLM = (
-    "e2e/test_aborted_upload.py",
-    "e2e/test_batch_results_memory.py",
-    "e2e/test_fair_share.py",
-    "e2e/test_full_disk_uploads.py",
-    "e2e/test_idempotent_replicas.py",
-    "e2e/test_key_revocation.py",
-    "e2e/test_many_teams.py",
-    "e2e/test_orphan_blobs.py",
-    "e2e/test_schemathesis.py",
-    "e2e/test_upload_memory.py",
-    "e2e/test_webhook_after_kill.py",
-)
-TESTS = Path(__file__).resolve().parent
+# The fixtures that start vLLM engines (in process, or in `batchd serve` or `vllm serve`
+# subprocesses). A test that takes one, directly or through other fixtures (`fixturenames` is the
+# closure), is marked `vllm`; a test that starts them otherwise (its own servers with models, run-batch,
+# a head start) carries `pytest.mark.vllm` itself. Every `vllm` test is also `engine`, as are those
+# marked so by hand (fake upstream fleets, real `batchd serve` processes in tests/e2e, the tiny
+# model's torch build); `make test-fast` leaves out `engine`, `make test`'s first session runs `vllm`.
+VLLM_FIXTURES = {"model_server", "vllm_servers", "registry"}
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "all_backends: also run on Postgres with local blobs")
     config.addinivalue_line("markers", "ends_model_server: stops its backend's shared model server")
-    config.addinivalue_line("markers", "engine: starts an engine or a server with models (not in make test-fast)")
+    config.addinivalue_line(
+        "markers", "engine: starts an engine, a server with models or an e2e `batchd serve` (not in make test-fast)"
+    )
     config.addinivalue_line("markers", "slow: takes half a minute or more with no engine (not in make test-fast)")
     config.addinivalue_line("markers", "vllm: runs vLLM engines (make test's first session, the rest beside it)")
 
 
-def _starts_an_engine(item) -> bool:
-    path = Path(item.path).resolve()
-    under = any(TESTS / p == path or TESTS / p in path.parents for p in ENGINE_PATHS)
-    return under or bool(ENGINE_FIXTURES & set(getattr(item, "fixturenames", ())))
-
-
-def _runs_vllm(item) -> bool:
-    path = Path(item.path).resolve()
-    return _starts_an_engine(item) and not any(TESTS / p == path for p in WITHOUT_VLLM)
-
-
 def pytest_itemcollected(item):
-    """Mark every test that starts an engine (see ENGINE_PATHS), and those of them that run vLLM,
-    before `-m` selects."""
-    if _starts_an_engine(item):
-        item.add_marker(pytest.mark.engine)
-    if _runs_vllm(item):
+    """Mark the tests that run vLLM and those that start an engine (see VLLM_FIXTURES) before
+    `-m` selects."""
+    if VLLM_FIXTURES & set(getattr(item, "fixturenames", ())):
         item.add_marker(pytest.mark.vllm)
+    if item.get_closest_marker("vllm"):
+        item.add_marker(pytest.mark.engine)
 
 
 def _backend_of(item) -> str | None:
@@ -178,10 +146,12 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session", autouse=True)
 def head_starts(request, tmp_path_factory):
-    """Long work the selected tests need, started now at a low CPU share (tests/support/head_start.py)."""
-    starts = HeadStarts(
-        {Path(item.path).resolve() for item in request.session.items}, tmp_path_factory.mktemp("head-starts")
-    )
+    """Long work the selected tests need, started now at a low CPU share (tests/support/head_start.py).
+    A pytest-xdist worker collects every selected test but runs only some: its work starts when a
+    test takes it."""
+    in_worker = "PYTEST_XDIST_WORKER" in os.environ
+    selected = set() if in_worker else {Path(item.path).resolve() for item in request.session.items}
+    starts = HeadStarts(selected, tmp_path_factory.mktemp("head-starts"))
     yield starts
     starts.close()
 
@@ -288,12 +258,12 @@ def client_b(server) -> openai.OpenAI:
 @pytest.fixture(scope="module")
 def fake_server(start_app) -> AppServer:
     """The shared app that runs batches on the fake engine (tests/support/fake_engine.py) under
-    the built-in models' names, set up as `model_server` is: a 3-second completion window,
+    the built-in models' names, set up as `model_server` is: 3- and 10-second completion windows,
     batches capped at 3000 lines, webhooks to 127.0.0.1 retried fast."""
     return start_app(
         {
             "BATCHD_API_KEYS": API_KEYS_ENV,
-            "BATCHD_COMPLETION_WINDOWS": "24h,1h,3s",
+            "BATCHD_COMPLETION_WINDOWS": "24h,1h,3s,10s",
             "BATCHD_MAX_BATCH_LINES": "3000",
             "BATCHD_SWEEP_INTERVAL": "0.5",
             **WEBHOOK_TEST_ENV,

@@ -1,4 +1,4 @@
-"""The `batchd` command itself (its subcommands are tested where they act: tests/api, tests/e2e), and
+"""The `batchd` command itself (its subcommands are tested where they act: tests/domains, tests/e2e), and
 `batchd run-batch` refusing what cannot work before it loads a model (no engine starts here)."""
 
 from __future__ import annotations

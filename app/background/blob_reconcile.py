@@ -12,7 +12,7 @@ from app.db.engine import Database
 from app.db.repositories.batches import BatchRepository
 from app.db.repositories.chunks import ChunkRepository
 from app.db.repositories.files import FileRepository
-from app.db.repositories.uploads import UploadRepository
+from app.domains.files.uploads_repository import UploadRepository
 from app.storage.base import BlobStore
 
 log = logging.getLogger("batchd.storage")

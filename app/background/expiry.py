@@ -11,9 +11,9 @@ from app.db.engine import Database
 from app.db.repositories.chunks import ChunkRepository
 from app.db.repositories.files import FileRepository
 from app.db.repositories.idempotency_keys import IdempotencyKeyRepository
-from app.db.repositories.uploads import UploadRepository
+from app.domains.files.uploads import remove_parts
+from app.domains.files.uploads_repository import UploadRepository
 from app.schemas.common import MAX_EXPIRY_SECONDS
-from app.services.files.uploads import remove_parts
 from app.storage.base import BlobStore
 
 
@@ -52,6 +52,6 @@ async def sweep_expired_results(db: Database, store: BlobStore, batch_size: int 
 
 async def sweep_idempotency_keys(db: Database, keep_seconds: float) -> int:
     """Forget the Idempotency-Keys first used more than `keep_seconds` ago (a request finds an
-    expired one expired anyway: app/services/idempotency.py); how many."""
+    expired one expired anyway: app/http/idempotency_store.py); how many."""
     async with db.write() as session:
         return await IdempotencyKeyRepository(session).remove_created_before(time.time() - keep_seconds)

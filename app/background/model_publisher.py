@@ -11,7 +11,7 @@ from typing import Any
 
 from app.db.engine import Database
 from app.db.repositories.served_models import ServedModelRepository
-from app.services.models import PUBLISH_SECONDS, STALE_AFTER_SECONDS
+from app.domains.models.service import PUBLISH_SECONDS, STALE_AFTER_SECONDS
 
 log = logging.getLogger("batchd.models")
 

@@ -19,13 +19,13 @@ from app.db.engine import Database
 from app.db.models import File
 from app.db.repositories.chunks import ChunkRepository
 from app.db.repositories.files import FileRepository
-from app.db.repositories.projects import ProjectRepository
-from app.db.repositories.responses import BackgroundResponseRepository
-from app.services.batches.results import delete_results
-from app.services.files.files import FileService
-from app.services.organization.audit_log import record
-from app.services.responses.responses import BackgroundResponseService
-from app.services.unit_of_work import run_hooks
+from app.db.unit_of_work import run_hooks
+from app.domains.batches.results import delete_results
+from app.domains.files.service import FileService
+from app.domains.organization.audit_log import record
+from app.domains.organization.projects_repository import ProjectRepository
+from app.domains.responses.repository import BackgroundResponseRepository
+from app.domains.responses.service import BackgroundResponseService
 from app.storage.base import BlobStore
 
 DAY_SECONDS = 86_400

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 from dataclasses import dataclass
@@ -42,9 +43,14 @@ class Settings(BaseSettings):
     """Serve in open mode (no keys) on an address other than loopback; without it such a
     `batchd serve` exits (see [Security](security.md))."""
     auth_failure_burst: int = Field(default=100, ge=1)
-    """Failed key checks one client address may make before its requests are answered 429."""
+    """Failed key checks one client address, and one key prefix, may make before further bad keys
+    from it are answered 429 (a good key is always served)."""
     auth_failure_window_seconds: float = Field(default=60.0, gt=0)
-    """Time in which a client address's allowance of failed key checks refills completely."""
+    """Time in which an address's (a prefix's) allowance of failed key checks refills completely."""
+    forwarded_allow_ips: str = ""
+    """Proxies whose `X-Forwarded-For` / `X-Forwarded-Proto` name the client (uvicorn's
+    `forwarded_allow_ips`): addresses and networks, comma-separated, or `*`; empty: uvicorn's
+    default (`FORWARDED_ALLOW_IPS`, else `127.0.0.1,::1`)."""
     s3_endpoint_url: str = ""
     """An S3-compatible server other than AWS (SeaweedFS, MinIO, ...)."""
     s3_sse: Literal["", "AES256", "aws:kms"] = ""
@@ -53,12 +59,25 @@ class Settings(BaseSettings):
     s3_sse_kms_key_id: str = ""
     """The KMS key (id, ARN or alias) of `BATCHD_S3_SSE=aws:kms`; empty: the account's AWS-managed
     key for S3."""
+    import_allowed_uris: str = ""
+    """`s3://bucket/prefix/` URIs, comma-separated, under which any project may import a file by
+    reference (`POST /v1/files` with `{"purpose", "url": "s3://..."}`, read with batchd's own S3
+    credentials); a project's own prefixes are added with `batchd projects set NAME --allow-uri`;
+    empty: none server-wide."""
+    max_write_seconds: float = Field(default=6 * 3600.0, gt=0)
+    """The longest one write into an S3 store may take (a file or part upload, a batch's results); a
+    write still going then fails. The sweep aborts an S3 multipart upload no writer of its
+    replica owns once this old (a live upload is never aborted under its writer)."""
     orphan_blob_min_age: float = Field(default=3600.0, ge=0)
     """Blobs with no live file row are removed once this old, in seconds (other replicas' in-flight
     uploads commit their blob a moment before their row)."""
     secret_key: str = ""
     """Secret for hashing stored API keys (one for all replicas); empty: `<data-dir>/secret.key`,
     created once."""
+    cache_salt_secret: str = ""
+    """Secret the projects' prompt-cache salts (`cache_salt`) derive from (one for all replicas);
+    empty: derived from the key-hashing secret. A change only stops the engines reusing prefixes
+    cached before it (see [Security](security.md))."""
 
     max_file_bytes: int = Field(default=512 * MB, ge=1)
     """Per-file upload limit."""
@@ -66,11 +85,22 @@ class Settings(BaseSettings):
     """Upload limit for `purpose=batch` files."""
     sqlite_busy_timeout_ms: int = Field(default=15_000, ge=0)
     """How long a SQLite writer waits for the lock before the request answers 503."""
+    database_pool_size: int = Field(default=20, ge=1)
+    """Postgres connections a replica holds at most (of which up to 5 stay open when idle); every
+    replica's count together must fit the server's `max_connections` (or PgBouncer's pool: session
+    mode only, see [Storage](storage.md))."""
+    readiness_db_grace_seconds: float = Field(default=30.0, ge=0)
+    """How long `/health` stays 200 while the database does not answer (it says so in its body);
+    503 after. 0: 503 at once. Liveness (`/health/live`) never reads the database."""
     sweep_interval: float = Field(default=60.0, gt=0)
     """Seconds between sweeps of expired files and uploads."""
     idempotency_key_hours: float = Field(default=24.0, gt=0)
-    """A POST's `Idempotency-Key` is remembered this long (per project): a repeat within it gets
+    """A POST's `Idempotency-Key` is remembered this long (per API key): a repeat within it gets
     the first response."""
+    project_max_idempotency_bytes: int = Field(default=8 * MB, ge=0)
+    """Bytes of create responses a project's Idempotency-Key records may keep (counted in its
+    storage, BATCHD_PROJECT_MAX_BYTES); past it, or with 0, a repeat is answered from the created
+    object as a retrieve shows it."""
     tombstone_grace_seconds: float = Field(default=7 * 24 * 3600, ge=0)
     """A deleted file's or batch's record (its id still works as an `after` cursor) is kept this long."""
     log_level: str = "info"
@@ -83,16 +113,41 @@ class Settings(BaseSettings):
     """An upload takes parts this long, then expires."""
     retry_backoff_seconds: float = Field(default=30.0, ge=0)
     """A batch whose work failed (engine died, disk full, database down) is retried after this."""
+    max_step_failures: int = Field(default=5, ge=1)
+    """A batch whose work failed this many times in a row (on one replica; not counting an engine
+    or the database being unreachable) ends `failed` with code `processing_failed`, not retried."""
 
-    project_max_bytes: int = Field(default=0, ge=0)
-    """Bytes of live files a project may store (0: no limit); an upload past it is 429
-    `insufficient_quota`."""
-    project_max_active_batches: int = Field(default=0, ge=0)
-    """Unfinished batches per project (0: no limit); one more is 429 `rate_limit_exceeded`."""
+    project_max_bytes: int = Field(default=100 * 1024 * MB, ge=0)
+    """Bytes of live files (outputs included) a project may store (0: no limit); an upload past it
+    is 429 `insufficient_quota`. `batchd projects set --max-bytes` sets it per project."""
+    project_max_active_batches: int = Field(default=1000, ge=0)
+    """Unfinished batches per project, background responses and waiting flex requests included
+    (0: no limit); one more is 429 `rate_limit_exceeded`. `batchd projects set
+    --max-active-batches` sets it per project."""
     project_max_enqueued_tokens: int = Field(default=0, ge=0)
     """Prompt tokens a project may have enqueued per model (batches validating, in progress or
     finalizing), as OpenAI's batch limit (0: no limit); a batch past it fails
     `token_limit_exceeded`. `batchd projects set --max-enqueued-tokens` sets it per project."""
+    estimate_max_concurrent_per_project: int = Field(default=2, ge=0)
+    """`POST /v1/batches/estimate` calls one project may have in progress on a server (0: no cap);
+    one more is answered 429 with Retry-After."""
+    estimate_max_concurrent: int = Field(default=4, ge=0)
+    """`POST /v1/batches/estimate` calls in progress on a server, all projects (0: no cap)."""
+    message_batch_create_max_concurrent_per_project: int = Field(default=2, ge=0)
+    """Message Batch creates (`POST /v1/messages/batches`) one project may have in progress on a
+    server (0: no cap); one more is answered 429 `rate_limit_error` with Retry-After."""
+    message_batch_create_max_concurrent: int = Field(default=4, ge=0)
+    """Message Batch creates in progress on a server, all projects (0: no cap)."""
+    flex_max_waiting_per_project: int = Field(default=64, ge=0)
+    """Flex requests (`service_tier: "flex"`) of one project waiting on a server (0: no cap); one
+    more is answered 429 with Retry-After."""
+    flex_max_waiting: int = Field(default=256, ge=0)
+    """Flex requests waiting on a server, all projects (0: no cap)."""
+    background_response_create_max_concurrent_per_project: int = Field(default=32, ge=0)
+    """Background response creates (`POST /v1/responses`, `background: true`) of one project in
+    progress on a server (0: no cap); one more is answered 429 with Retry-After."""
+    background_response_create_max_concurrent: int = Field(default=128, ge=0)
+    """Background response creates in progress on a server, all projects (0: no cap)."""
     max_json_body_bytes: int = Field(default=1 * MB, ge=1)
     """JSON request bodies (not uploads) above this are refused with 413 before they are read."""
 
@@ -161,15 +216,21 @@ class Settings(BaseSettings):
     min_residency_seconds: float = Field(default=30.0, ge=0)
     """With `BATCHD_MAX_RESIDENT_ENGINES`: a busy engine keeps its place at least this long (longer
     for more queued lines) before another model with no earlier deadline takes its turn."""
+    min_load_interval_seconds: float = Field(default=60.0, ge=0)
+    """With `BATCHD_MAX_RESIDENT_ENGINES`: a model loaded on demand less than this long ago does not
+    take a busy engine's place again (it waits for an idle one), so swaps per model are bounded."""
     engine_max_restarts: int = Field(default=3, ge=0)
-    """An in-process engine whose core process dies is restarted up to this many times within
-    `BATCHD_ENGINE_RESTART_WINDOW_SECONDS`; one more death and it stays down (`/health` says why)
-    and its lines fail with `engine_unavailable` (0: never restarted)."""
+    """An in-process engine whose core process dies is restarted quickly up to this many times within
+    `BATCHD_ENGINE_RESTART_WINDOW_SECONDS`; after that it backs off (`/health` says until when) but is
+    always restarted again."""
     engine_restart_window_seconds: float = Field(default=600.0, gt=0)
     """The window in which an engine's restarts are counted."""
     engine_restart_backoff_seconds: float = Field(default=1.0, ge=0)
     """Wait before an engine's first restart in the window; each further one waits twice as long
-    (at most 60 s)."""
+    (at most 60 s within `BATCHD_ENGINE_MAX_RESTARTS`)."""
+    engine_restart_max_backoff_seconds: float = Field(default=300.0, ge=0)
+    """The longest wait before restarting an engine that died more often than
+    `BATCHD_ENGINE_MAX_RESTARTS` within the window (the waits keep doubling up to it)."""
     no_models: bool = False
     """Serve no models at all (the Files API only; batches fail validation with `model_not_found`)."""
     api_only: bool = False
@@ -182,6 +243,9 @@ class Settings(BaseSettings):
 
     metrics_token: str = ""
     """Bearer token `GET /metrics` requires; empty: open."""
+    metrics_cache_seconds: float = Field(default=15.0, ge=0)
+    """`GET /metrics` counts batches by status at most once in this many seconds, however often it
+    is scraped (0: at every scrape)."""
     outbound_allow: str = ""
     """Destinations the server may fetch although they are not public (comma-separated host names,
     addresses, CIDRs): internal webhook receivers or audio hosts. See [Security](security.md)."""
@@ -196,7 +260,7 @@ class Settings(BaseSettings):
     webhook_disable_after_seconds: float = Field(default=72 * 3600.0, gt=0)
     """An endpoint whose deliveries all failed for this long is disabled."""
     webhook_timeout_seconds: float = Field(default=10.0, gt=0)
-    """Per-attempt HTTP timeout of a webhook delivery."""
+    """Deadline of one webhook attempt, connect to last byte (a receiver still answering then is cut off)."""
     webhook_poll_seconds: float = Field(default=1.0, gt=0)
     """How often each server looks for due webhook deliveries."""
 
@@ -205,6 +269,24 @@ class Settings(BaseSettings):
         if self.s3_sse_kms_key_id and self.s3_sse != "aws:kms":
             raise ValueError("BATCHD_S3_SSE_KMS_KEY_ID is only used with BATCHD_S3_SSE=aws:kms")
         return self
+
+    @model_validator(mode="after")
+    def _forwarded_allow_ips_are_addresses(self) -> Self:
+        # uvicorn takes a malformed entry for a literal host name that no peer ever matches.
+        for item in self.parsed_forwarded_allow_ips() or []:
+            if item != "*":
+                try:
+                    ipaddress.ip_network(item, strict=False)
+                except ValueError:
+                    raise ValueError(
+                        f"BATCHD_FORWARDED_ALLOW_IPS: {item!r} is not an IP address, a network (10.0.0.0/8) or '*'"
+                    ) from None
+        return self
+
+    def parsed_forwarded_allow_ips(self) -> list[str] | None:
+        """The trusted proxies as uvicorn takes them; None: uvicorn's own default."""
+        items = [item.strip() for item in self.forwarded_allow_ips.split(",") if item.strip()]
+        return ["*"] if "*" in items else items or None  # uvicorn trusts all only for a lone "*"
 
     def s3_encryption(self) -> dict[str, str]:
         """The server-side encryption parameters of every S3 write (none when not asked for)."""
@@ -231,6 +313,9 @@ class Settings(BaseSettings):
         if self.storage_url and "://" not in self.storage_url:
             return Path(self.storage_url)
         return self.data_dir / "blobs"
+
+    def parsed_import_allowed_uris(self) -> list[str]:
+        return [uri.strip() for uri in self.import_allowed_uris.split(",") if uri.strip()]
 
     def outbound_policy(self) -> OutboundPolicy:
         return OutboundPolicy.parse(self.outbound_allow, self.webhook_allow_hosts)
@@ -279,9 +364,18 @@ ENVIRONMENT_SETTINGS = (
         "26214400 (25 MiB)",
         "Largest audio file an audio line's `file_url` may name (downloads stop there; see [Audio](audio.md)).",
     ),
-    EnvironmentSetting("BATCHD_AUDIO_FETCH_TIMEOUT_S", "30", "Timeout of one `file_url` download, in seconds."),
+    EnvironmentSetting(
+        "BATCHD_AUDIO_FETCH_TIMEOUT_S",
+        "30",
+        "Deadline of one whole `file_url` download (connect to last byte), in seconds.",
+    ),
     EnvironmentSetting(
         "BATCHD_AUDIO_MAX_IN_FLIGHT", "16", "Audio lines holding their audio in memory at once (per process)."
+    ),
+    EnvironmentSetting(
+        "BATCHD_AUDIO_MAX_IN_FLIGHT_PER_PROJECT",
+        "half of `BATCHD_AUDIO_MAX_IN_FLIGHT`",
+        "Of those, the most one project's lines may hold (a project with slow audio hosts leaves the rest to others).",
     ),
     EnvironmentSetting(
         "BATCHD_ENGINE_MALLOC",

@@ -172,9 +172,16 @@ _VALIDATION_CODES = {
     "int_parsing": "invalid_type",
     "int_type": "invalid_type",
     "string_type": "invalid_type",
+    "dict_type": "invalid_type",
+    "model_type": "invalid_type",
+    "string_too_long": "string_above_max_length",
     "literal_error": "invalid_value",
     "enum": "invalid_value",
 }
+
+# The error type of a request model's own check (pydantic has none of this name): its message
+# follows "Invalid '<param>': "; with a `supported` context, the value is not one of those.
+INVALID_VALUE = "invalid_value"
 
 
 def invalid_request_from(errors: Sequence[Any]) -> InvalidRequest:
@@ -182,11 +189,16 @@ def invalid_request_from(errors: Sequence[Any]) -> InvalidRequest:
     service validates): the first error, worded as OpenAI words it."""
     first = errors[0]
     loc = [str(p) for p in first.get("loc", ()) if p not in ("query", "body", "path", "header")]
+    of_key = loc[-1:] == ["[key]"]  # an object's key: pydantic's location is the object, the key, "[key]"
+    if of_key:
+        loc = loc[:-2]
     param = ".".join(loc) or None
     kind = first.get("type", "")
     code = _VALIDATION_CODES.get(kind, "invalid_value")
     value = first.get("input")
     context = first.get("ctx") or {}
+    if "supported" in context:
+        return InvalidValue(param or "", value, context["supported"])
     if kind == "missing":
         message = f"Missing required parameter: '{param}'."
     elif kind in ("less_than_equal", "less_than"):
@@ -199,6 +211,31 @@ def invalid_request_from(errors: Sequence[Any]) -> InvalidRequest:
         message = (
             f"Invalid '{param}': integer below minimum value. Expected a value >= {bound}, but got {value} instead."
         )
+    elif kind == "literal_error":
+        supported = ", ".join(str(context.get("expected", "")).rsplit(" or ", 1))
+        message = f"Invalid value for '{param}': '{value}'. Supported values are: {supported}."
+    elif kind == "string_type":
+        message = f"Invalid type for '{param}': expected a string."
+    elif kind in ("dict_type", "model_type"):
+        message = f"Invalid type for '{param}': expected an object."
+    elif kind == "too_long" and isinstance(value, dict):
+        code = "object_above_max_properties"
+        message = (
+            f"Invalid '{param}': too many properties. Expected an object with at most {context.get('max_length')} "
+            f"properties, but got {len(value)} instead."
+        )
+    elif kind == "string_too_long" and of_key:
+        code = "invalid_value"
+        message = (
+            f"Invalid '{param}': key '{str(value)[:20]}...' is longer than {context.get('max_length')} characters."
+        )
+    elif kind == "string_too_long":
+        message = (
+            f"Invalid '{param}': string too long. Expected a string with maximum length {context.get('max_length')}, "
+            f"but got a string with length {len(str(value))} instead."
+        )
+    elif kind == INVALID_VALUE:
+        message = f"Invalid '{param}': {first.get('msg', 'invalid')}."
     else:
         message = f"Invalid value for '{param}': {first.get('msg', 'invalid')}."
     return InvalidRequest(message, param=param, code=code)

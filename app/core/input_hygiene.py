@@ -5,6 +5,7 @@ them). One rule, one message, for every layer that meets such text."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -41,14 +42,38 @@ def json_may_be_unclean(raw: bytes) -> bool:
 
 def check_json(value: Any, param: str | None = None) -> None:
     """Refuse `value` (decoded JSON) if any key or string in it is unclean, naming the top-level
-    member that holds it (or `param`, once inside one)."""
-    if isinstance(value, str):
-        check_text(param or "body", value)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            named = param or str(key)
-            check_text(named, str(key))
-            check_json(item, named)
-    elif isinstance(value, list):
-        for item in value:
-            check_json(item, param or "body")
+    member that holds it (or `param`, once inside one). A walk with a stack of its own, not
+    recursion: a value as deep as the parser allows is no RecursionError here."""
+    pending: list[tuple[Any, str | None]] = [(value, param)]
+    while pending:
+        item, named = pending.pop()
+        if isinstance(item, str):
+            check_text(named or "body", item)
+        elif isinstance(item, dict):
+            members = []
+            for key, member in item.items():
+                inner = named or str(key)
+                check_text(inner, str(key))
+                members.append((member, inner))
+            pending.extend(reversed(members))  # in document order: the first unclean is named
+        elif isinstance(item, list):
+            pending.extend((member, named or "body") for member in reversed(item))
+
+
+def too_deep() -> InvalidRequest:
+    return InvalidRequest("The request body is not valid JSON: it is nested too deeply.", param="body")
+
+
+def check_json_body(raw: bytes) -> None:
+    """Refuse a JSON request body holding unclean text (or nested too deeply to parse, where it
+    might). A body that is not JSON passes: the route's own parse refuses it. Parsed by the
+    stdlib as FastAPI parses it (orjson would refuse a lone surrogate FastAPI takes)."""
+    if not json_may_be_unclean(raw):
+        return
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return
+    except RecursionError:
+        raise too_deep() from None
+    check_json(body)

@@ -21,11 +21,15 @@ def loads(raw: bytes | str) -> Any:
     """Parse JSON, keeping integers of any size exact: the one JSON loader of request bodies,
     batch lines, result lines and engine responses. orjson decides what is JSON (NaN, Infinity
     and lone surrogates are not); a text with a run of 19 digits whose parse holds a number
-    orjson could not keep is read again by the stdlib. Raises ValueError."""
+    orjson could not keep is read again by the stdlib. Raises ValueError (a text nested too deep
+    for orjson, or for the walk and the stdlib after it, too)."""
     value = orjson.loads(raw)
     data = raw.encode() if isinstance(raw, str) else raw
-    if may_hold_long_integer(data) and _has_big_number(value):
-        return json.loads(raw)
+    try:
+        if may_hold_long_integer(data) and _has_big_number(value):
+            return json.loads(raw)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
     return value
 
 

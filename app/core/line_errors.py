@@ -31,8 +31,13 @@ class LineErrorCode(StrEnum):
     # A batch refused by its project's limits (the batch's errors, every line the same)
     TOKEN_LIMIT_EXCEEDED = "token_limit_exceeded"
     REQUEST_LIMIT_EXCEEDED = "request_limit_exceeded"
-    # A line whose model's engine died too often and is no longer restarted (app/engine/supervision.py)
+    # A line whose model's engine could not take it in time (a flex request: restarting, or busy
+    # with another model's batch; app/engine/supervision.py, app/engine/local/residency.py)
     ENGINE_UNAVAILABLE = "engine_unavailable"
+    # A batch whose processing failed too many times in a row: ended, not retried (app/worker/dead_letter.py)
+    PROCESSING_FAILED = "processing_failed"
+    # A line in flight at two deaths of its model's engine: quarantined, never run again (app/engine/poison.py)
+    ENGINE_CRASHED = "engine_crashed"
 
 
 def batch_error(code: str, message: str, *, line: int | None = None, param: str | None = None) -> dict:

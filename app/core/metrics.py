@@ -73,6 +73,18 @@ ENGINE_RESTARTS = Counter(
     ["model"],
     registry=REGISTRY,
 )
+LINES_QUARANTINED = Counter(
+    "batchd_lines_quarantined",
+    "Lines failed with engine_crashed: in flight at two deaths of their model's engine, never run again.",
+    ["model"],
+    registry=REGISTRY,
+)
+SUSPECT_LINES = Gauge(
+    "batchd_engine_suspect_lines",
+    "Lines in flight at one death of the model's engine, still to run again (one at a time).",
+    ["model"],
+    registry=REGISTRY,
+)
 ENGINE_LOADS = Counter(
     "batchd_engine_loads",
     "Engines loaded on demand (--max-resident-engines, load: on-demand), by model.",
@@ -250,6 +262,14 @@ def set_engines_up(states: dict[str, bool]) -> None:
 
 def record_engine_restart(model: str) -> None:
     ENGINE_RESTARTS.labels(_model_label(model)).inc()
+
+
+def record_line_quarantined(model: str) -> None:
+    LINES_QUARANTINED.labels(_model_label(model)).inc()
+
+
+def set_suspect_lines(model: str, lines: int) -> None:
+    SUSPECT_LINES.labels(_model_label(model)).set(lines)
 
 
 def record_engine_load(model: str, seconds: float) -> None:

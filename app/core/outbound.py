@@ -12,6 +12,10 @@ URL's name stays in the Host header and the TLS server name), so a resolver that
 public address to the check and a private one to the connect cannot redirect a request (DNS
 rebinding). The client checks every redirect hop the same way. Refusals say "refused by the
 outbound policy" and name neither the address the host resolved to nor anything that answered.
+
+The lookups run on a small thread pool of their own, each bounded by ``DNS_TIMEOUT_S``: a
+resolver that hangs holds neither the default thread pool (which file and database work share)
+nor the request past that.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import asyncio
 import ipaddress
 import os
 import socket
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +37,10 @@ REFUSED = "refused by the outbound policy"
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+# One lookup's deadline, and the threads lookups share (a hung one holds a thread, not the loop).
+DNS_TIMEOUT_S = 5.0
+DNS_THREADS = 4
+_dns_pool: ThreadPoolExecutor | None = None
 
 
 class OutboundRefused(httpx.TransportError):
@@ -39,13 +48,19 @@ class OutboundRefused(httpx.TransportError):
 
 
 class DownloadRefused(Exception):
-    """A download answered, but not with what was asked: a status other than 200, or more bytes
-    than the limit. `status` is the status (None: too large), `size` the size seen."""
+    """A download answered, but not with what was asked: a status other than 200, a compressed
+    body, or more bytes than the limit. `status` is the status, `encoding` the body's
+    Content-Encoding, `size` the size seen (neither status nor encoding: too large)."""
 
-    def __init__(self, status: int | None = None, size: str = "") -> None:
-        super().__init__(f"HTTP {status}" if status is not None else f"too large ({size})")
+    def __init__(self, status: int | None = None, size: str = "", encoding: str = "") -> None:
+        if status is not None:
+            text = f"HTTP {status}"
+        else:
+            text = f"compressed ({encoding})" if encoding else f"too large ({size})"
+        super().__init__(text)
         self.status = status
         self.size = size
+        self.encoding = encoding
 
 
 @dataclass(frozen=True)
@@ -124,13 +139,28 @@ async def _resolve(host: str, port: int) -> list[Address]:
     else:
         return [literal]
     try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        async with asyncio.timeout(DNS_TIMEOUT_S):
+            infos = await asyncio.get_running_loop().run_in_executor(_dns_threads(), _lookup, host, port)
+    except TimeoutError:
+        raise OutboundRefused(f"The host {host!r} could not be resolved within {DNS_TIMEOUT_S:g} s.") from None
     except (OSError, UnicodeError):  # UnicodeError: not a valid DNS name (a label over 63 characters)
         raise OutboundRefused(f"The host {host!r} could not be resolved.") from None
     addresses = [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
     if not addresses:
         raise OutboundRefused(f"The host {host!r} could not be resolved.")
     return addresses
+
+
+def _dns_threads() -> ThreadPoolExecutor:
+    global _dns_pool
+    if _dns_pool is None:
+        _dns_pool = ThreadPoolExecutor(DNS_THREADS, thread_name_prefix="batchd-dns")
+    return _dns_pool
+
+
+def _lookup(host: str, port: int) -> list[tuple]:
+    """The system resolver's answer (runs on a DNS thread; tests put a stub resolver here)."""
+    return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
 
 
 class GuardedTransport(httpx.AsyncBaseTransport):
@@ -165,20 +195,26 @@ def guarded_client(policy: OutboundPolicy, **options: Any) -> httpx.AsyncClient:
 
 async def download(url: str, policy: OutboundPolicy, *, limit: int, timeout: float) -> bytes:
     """The body of `GET url` (redirects followed, each hop vetted), read up to `limit` bytes:
-    an oversized one is stopped there, never held. Raises OutboundRefused, DownloadRefused or
-    another httpx error."""
+    an oversized one is stopped there, never held. `timeout` bounds the whole download, DNS to
+    last byte (a server trickling bytes is cut there). The body is asked for as is (`identity`)
+    and never decompressed: a compressed reply is refused, as a small one could inflate past
+    any limit. Raises OutboundRefused, DownloadRefused, TimeoutError or another httpx error."""
     chunks: list[bytes] = []
     received = 0
-    async with guarded_client(policy, timeout=timeout, follow_redirects=True) as client:
-        async with client.stream("GET", url) as response:
-            if response.status_code != 200:
-                raise DownloadRefused(status=response.status_code)
-            declared = response.headers.get("content-length", "")
-            if declared.isdigit() and int(declared) > limit:
-                raise DownloadRefused(size=f"{declared} bytes")
-            async for chunk in response.aiter_bytes():
-                received += len(chunk)
-                if received > limit:
-                    raise DownloadRefused(size=f"more than {limit} bytes")
-                chunks.append(chunk)
+    async with asyncio.timeout(timeout):
+        async with guarded_client(policy, timeout=timeout, follow_redirects=True) as client:
+            async with client.stream("GET", url, headers={"accept-encoding": "identity"}) as response:
+                if response.status_code != 200:
+                    raise DownloadRefused(status=response.status_code)
+                encoding = response.headers.get("content-encoding", "identity").strip().lower()
+                if encoding not in ("", "identity"):
+                    raise DownloadRefused(encoding=encoding)
+                declared = response.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > limit:
+                    raise DownloadRefused(size=f"{declared} bytes")
+                async for chunk in response.aiter_raw():
+                    received += len(chunk)
+                    if received > limit:
+                        raise DownloadRefused(size=f"more than {limit} bytes")
+                    chunks.append(chunk)
     return b"".join(chunks)

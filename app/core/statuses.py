@@ -6,6 +6,7 @@ holds a CHECK constraint built from the same values (migrations/versions/0007_st
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 
 
@@ -36,18 +37,38 @@ CANCELLABLE_BATCH_STATUSES = (BatchStatus.VALIDATING, BatchStatus.IN_PROGRESS, B
 # Past its expiry, a batch in one of these is expired rather than moved on.
 EXPIRABLE_BATCH_STATUSES = (BatchStatus.VALIDATING, BatchStatus.IN_PROGRESS)
 
+# Every status a batch may move to from each one (BatchRepository refuses any other move): on
+# through its steps, to cancelling on a cancel, to expired past its expiry, to failed when
+# refused at validation or dead-lettered (app/worker/dead_letter.py). An ending moves nowhere.
+BATCH_MOVES: dict[BatchStatus, frozenset[BatchStatus]] = {
+    BatchStatus.VALIDATING: frozenset(
+        {BatchStatus.IN_PROGRESS, BatchStatus.FAILED, BatchStatus.CANCELLING, BatchStatus.EXPIRED}
+    ),
+    BatchStatus.IN_PROGRESS: frozenset(
+        {BatchStatus.FINALIZING, BatchStatus.FAILED, BatchStatus.CANCELLING, BatchStatus.EXPIRED}
+    ),
+    BatchStatus.FINALIZING: frozenset({BatchStatus.COMPLETED, BatchStatus.FAILED, BatchStatus.CANCELLING}),
+    BatchStatus.CANCELLING: frozenset({BatchStatus.CANCELLED, BatchStatus.FAILED}),
+    **{status: frozenset() for status in TERMINAL_BATCH_STATUSES},
+}
 
-# Which API a batch was made through (batches.api): all run on the same scheduler.
-BATCH_API_OPENAI = "openai"
-BATCH_API_ANTHROPIC = "anthropic"
-# A background response (`POST /v1/responses`, `background: true`): a one-line batch that only
-# `/v1/responses` shows (never `/v1/batches`).
-BATCH_API_RESPONSE = "response"
-# A flex request (`service_tier: "flex"` on a synchronous route): a one-line batch that the HTTP
-# call waits for; no API lists it.
-BATCH_API_FLEX = "flex"
-# Single requests run as one-line batches: never shown by `/v1/batches`, never a batch webhook.
-SINGLE_REQUEST_APIS = (BATCH_API_RESPONSE, BATCH_API_FLEX)
+
+class ForbiddenBatchMove(ValueError):
+    """A status change BATCH_MOVES does not allow: a mistake in the code, never the caller's."""
+
+
+def batch_moves_from(target: BatchStatus, statuses: Iterable[BatchStatus] | None = None) -> tuple[BatchStatus, ...]:
+    """The statuses a batch moves to `target` from: `statuses` (each checked against BATCH_MOVES,
+    ForbiddenBatchMove if one may not), or all that may when None."""
+    if statuses is None:
+        return tuple(status for status in BatchStatus if target in BATCH_MOVES[status])
+    statuses = tuple(statuses)
+    refused = [status for status in statuses if target not in BATCH_MOVES[status]]
+    if refused or not statuses:
+        raise ForbiddenBatchMove(
+            f"A batch may not move to {target} from {', '.join(refused) or 'no status'} (app/core/statuses.py BATCH_MOVES)."
+        )
+    return statuses
 
 
 class LineOutcome(StrEnum):

@@ -20,11 +20,14 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 SQLITE_READERS = 8
-# Up to POSTGRES_POOL connections a replica, of which POSTGRES_IDLE stay open between bursts:
-# replicas share one server's max_connections (100 by default), so ten replicas, or a test
-# session's servers, must not each hold twenty idle ones.
+# Up to `postgres_pool` connections a replica (BATCHD_DATABASE_POOL_SIZE), of which POSTGRES_IDLE
+# stay open between bursts: replicas share one server's max_connections (100 by default), so ten
+# replicas, or a test session's servers, must not each hold twenty idle ones.
 POSTGRES_POOL = 20
 POSTGRES_IDLE = 5
+# A failed statement's error names the statement, not its values: those are webhook secrets, key
+# hashes, tenants' file names and batch metadata, and the error lands in logs and tracebacks.
+HIDE_PARAMETERS = True
 
 
 def _sqlite_engine(url: str, *, writer: bool, busy_timeout_ms: int) -> AsyncEngine:
@@ -34,6 +37,7 @@ def _sqlite_engine(url: str, *, writer: bool, busy_timeout_ms: int) -> AsyncEngi
         max_overflow=0,
         pool_timeout=30,
         connect_args={"timeout": busy_timeout_ms / 1000},
+        hide_parameters=HIDE_PARAMETERS,
     )
 
     @event.listens_for(engine.sync_engine, "connect")
@@ -59,7 +63,7 @@ def _sqlite_engine(url: str, *, writer: bool, busy_timeout_ms: int) -> AsyncEngi
 class Database:
     """Owns the engines; hands out read and write sessions (callers or deps commit)."""
 
-    def __init__(self, url: str, *, sqlite_busy_timeout_ms: int = 15_000) -> None:
+    def __init__(self, url: str, *, sqlite_busy_timeout_ms: int = 15_000, postgres_pool: int = POSTGRES_POOL) -> None:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         if self.is_sqlite:
@@ -67,7 +71,11 @@ class Database:
             self.read_engine = _sqlite_engine(url, writer=False, busy_timeout_ms=sqlite_busy_timeout_ms)
         else:
             self.write_engine = create_async_engine(
-                url, pool_size=POSTGRES_IDLE, max_overflow=POSTGRES_POOL - POSTGRES_IDLE, pool_pre_ping=True
+                url,
+                pool_size=min(POSTGRES_IDLE, postgres_pool),
+                max_overflow=max(0, postgres_pool - POSTGRES_IDLE),
+                pool_pre_ping=True,
+                hide_parameters=HIDE_PARAMETERS,
             )
             self.read_engine = self.write_engine
         self.write_sessions = async_sessionmaker(self.write_engine, expire_on_commit=False)

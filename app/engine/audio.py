@@ -10,12 +10,17 @@ addresses only unless ``BATCHD_OUTBOUND_ALLOW`` lists the host). Every failure i
 
 Memory stays bounded: at most ``BATCHD_AUDIO_MAX_IN_FLIGHT`` lines of a process hold audio
 at once (:func:`audio_slot`, taken before the download and kept until the line is answered), so
-audio never takes more than that many times the size limit, whatever the engine's window.
+audio never takes more than that many times the size limit, whatever the engine's window. One
+project's lines hold at most ``BATCHD_AUDIO_MAX_IN_FLIGHT_PER_PROJECT`` of those slots (the line
+pipeline names the project in :data:`LINE_PROJECT`), so a project whose audio hosts are slow
+cannot take every slot from the others; and a download has one deadline, connect to last byte,
+so a server trickling bytes frees its slot when that passes.
 
 Settings (environment, read when a line runs, so ``batchd run-batch`` honours them too):
 ``BATCHD_AUDIO_MAX_BYTES`` (default 25 MB, OpenAI's limit for an audio file),
-``BATCHD_AUDIO_FETCH_TIMEOUT_S`` (default 30 s for one download) and
-``BATCHD_AUDIO_MAX_IN_FLIGHT`` (default 16). No vLLM here.
+``BATCHD_AUDIO_FETCH_TIMEOUT_S`` (default 30 s for the whole download),
+``BATCHD_AUDIO_MAX_IN_FLIGHT`` (default 16) and ``BATCHD_AUDIO_MAX_IN_FLIGHT_PER_PROJECT``
+(default half of it). No vLLM here.
 """
 
 from __future__ import annotations
@@ -24,6 +29,10 @@ import asyncio
 import base64
 import binascii
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -38,24 +47,71 @@ DEFAULT_MAX_BYTES = 25 * 1024 * 1024
 DEFAULT_TIMEOUT_S = 30.0
 IN_FLIGHT_SETTING = "BATCHD_AUDIO_MAX_IN_FLIGHT"
 DEFAULT_IN_FLIGHT = 16
+PER_PROJECT_SETTING = "BATCHD_AUDIO_MAX_IN_FLIGHT_PER_PROJECT"
+
+# The project whose line is running, set by the line pipeline around each engine call (the
+# engines' interface carries no project); "" (run-batch, a test) shares the slots unlimited.
+LINE_PROJECT: ContextVar[str] = ContextVar("batchd_line_project", default="")
+
+
+@dataclass
+class _Share:
+    """One project's share of the slots, and how many of its lines wait for or hold one."""
+
+    gate: asyncio.Semaphore
+    lines: int = 0
+
+
+@dataclass
+class _Slots:
+    """A process's audio slots: all of them, and a share per project with lines at them."""
+
+    total: asyncio.Semaphore
+    per_project: int
+    projects: dict[str, _Share] = field(default_factory=dict)
+
 
 # One per event loop (a process runs its lines on one loop; tests may run several in turn).
-_slots: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+_slots: dict[asyncio.AbstractEventLoop, _Slots] = {}
 
 
 class AudioFetchError(Exception):
     """``file_url`` could not be turned into audio bytes (the message says why)."""
 
 
-def audio_slot() -> asyncio.Semaphore:
-    """Hold it while a line's audio is in memory (download, decode, inference)."""
+@asynccontextmanager
+async def audio_slot() -> AsyncIterator[None]:
+    """Hold it while a line's audio is in memory (download, decode, inference): its project's
+    share first, then one of the process's slots."""
+    slots = _loop_slots()
+    project = LINE_PROJECT.get()
+    if not project:
+        async with slots.total:
+            yield
+        return
+    share = slots.projects.get(project)
+    if share is None:
+        share = slots.projects[project] = _Share(asyncio.Semaphore(slots.per_project))
+    share.lines += 1
+    try:
+        async with share.gate, slots.total:
+            yield
+    finally:
+        share.lines -= 1
+        if not share.lines:  # the map holds only projects with lines at the slots
+            del slots.projects[project]
+
+
+def _loop_slots() -> _Slots:
     loop = asyncio.get_running_loop()
-    slot = _slots.get(loop)
-    if slot is None:
+    slots = _slots.get(loop)
+    if slots is None:
         for stale in [known for known in _slots if known.is_closed()]:
             del _slots[stale]
-        slot = _slots[loop] = asyncio.Semaphore(_setting(IN_FLIGHT_SETTING, DEFAULT_IN_FLIGHT, int))
-    return slot
+        total = _setting(IN_FLIGHT_SETTING, DEFAULT_IN_FLIGHT, int)
+        per_project = min(total, _setting(PER_PROJECT_SETTING, max(1, total // 2), int))
+        slots = _slots[loop] = _Slots(asyncio.Semaphore(total), per_project)
+    return slots
 
 
 def max_audio_bytes() -> int:
@@ -123,8 +179,12 @@ async def _download(url: str, limit: int) -> bytes:
     except DownloadRefused as exc:
         if exc.status is not None:
             raise AudioFetchError(f"Fetching file_url answered HTTP {exc.status}.") from None
+        if exc.encoding:
+            raise AudioFetchError(
+                f"Fetching file_url answered a compressed body ({exc.encoding}); serve the audio file as is."
+            ) from None
         raise AudioFetchError(_too_large(exc.size, limit)) from None
-    except httpx.TimeoutException:
+    except (TimeoutError, httpx.TimeoutException):  # the whole download's deadline, or one read's
         raise AudioFetchError(f"Fetching file_url timed out after {timeout:g} s.") from None
     except OutboundRefused as exc:
         raise AudioFetchError(f"file_url: {exc}") from None

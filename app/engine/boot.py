@@ -23,15 +23,18 @@ from app.engine.protocol import Engines, UpstreamStatus
 from app.engine.results import MODEL_NOT_FOUND, LineProblem, LineResult
 from app.engine.supervision import RestartPolicy
 from app.engine.upstream.registry import DEFAULT_SURPLUS, UpstreamRegistry
+from app.scheduling.residency import NO_DEADLINE, Urgency
 
 
 @dataclass(frozen=True)
 class ResidencyLimits:
-    """How many in-process engines may be loaded at once (None: all) and how long a busy one
-    keeps its place (``--max-resident-engines``, ``BATCHD_MIN_RESIDENCY_SECONDS``)."""
+    """How many in-process engines may be loaded at once (None: all), how long a busy one keeps
+    its place and how soon a model may take a busy one's place again (``--max-resident-engines``,
+    ``BATCHD_MIN_RESIDENCY_SECONDS``, ``BATCHD_MIN_LOAD_INTERVAL_SECONDS``)."""
 
     max_resident: int | None = None
     min_seconds: float = 30.0
+    min_load_interval: float = 60.0
 
 
 class NoModels:
@@ -70,7 +73,9 @@ class NoModels:
     async def count_prompt_tokens(self, endpoint: str, bodies: Sequence[Any]) -> list[int]:
         return estimate_all(endpoint, bodies)
 
-    async def execute(self, endpoint: str, body: Any, request_id: str, priority: int = 0) -> LineResult:
+    async def execute(
+        self, endpoint: str, body: Any, request_id: str, priority: int = 0, *, urgency: Urgency = NO_DEADLINE
+    ) -> LineResult:
         """The answer a server without the model gives: 404 ``model_not_found``, as
         :meth:`validate_line` refuses the line."""
         return LineResult(404, error_envelope(_not_served(body), "NotFoundError", param="model", code=MODEL_NOT_FOUND))
@@ -98,7 +103,9 @@ async def start_registry(settings: Settings) -> Engines:
         specs,
         settings.upstream_window_surplus,
         RestartPolicy.from_settings(settings),
-        ResidencyLimits(settings.max_resident_engines, settings.min_residency_seconds),
+        ResidencyLimits(
+            settings.max_resident_engines, settings.min_residency_seconds, settings.min_load_interval_seconds
+        ),
     )
 
 
@@ -128,7 +135,7 @@ async def start_serving(
     from app.engine.local.registry import EngineRegistry
 
     residency = residency or ResidencyLimits()
-    local = EngineRegistry(restarts, residency.max_resident, residency.min_seconds)
+    local = EngineRegistry(restarts, residency.max_resident, residency.min_seconds, residency.min_load_interval)
     try:
         await local.start(local_specs)
     except BaseException:

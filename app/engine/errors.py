@@ -34,15 +34,36 @@ class RequestAborted(EngineError):
         super().__init__(f"Request {request_id!r} was aborted.")
 
 
-class EngineUnavailableError(EngineError):
-    """The model's engine died too often and is no longer restarted: the line fails with
-    ``code`` (an error line, not a response), since no later run of it would fare better."""
+class LineCannotRun(EngineError):
+    """The line fails with ``code`` (an error line, not a response): running it (again) would not
+    fare better, or not in time."""
+
+    code: LineErrorCode
+
+
+class EngineUnavailableError(LineCannotRun):
+    """The model's engine could not take the line by the time its request must start (a flex
+    request while the engine restarts, or is busy with another model's batch)."""
 
     code = LineErrorCode.ENGINE_UNAVAILABLE
 
     def __init__(self, model: str, reason: str = "") -> None:
         self.model = model
         super().__init__(f"The engine for model {model!r} is unavailable: {reason or 'it died'}.")
+
+
+class EngineCrashedError(LineCannotRun):
+    """The line was in flight at two deaths of its model's engine: it is taken for the cause and
+    never runs again (the others run on), see :mod:`app.engine.poison`."""
+
+    code = LineErrorCode.ENGINE_CRASHED
+
+    def __init__(self, model: str, deaths: int) -> None:
+        self.model = model
+        super().__init__(
+            f"The engine for model {model!r} died {deaths} times while this line was in flight: "
+            "the line is taken for the cause and is not run again."
+        )
 
 
 class EngineNotReadyError(EngineError):

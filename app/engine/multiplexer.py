@@ -14,6 +14,7 @@ from app.engine.line_checks import common_line_problem
 from app.engine.protocol import Engines, UpstreamStatus
 from app.engine.results import LineProblem, LineResult
 from app.engine.upstream.registry import UpstreamRegistry
+from app.scheduling.residency import NO_DEADLINE, Urgency
 
 
 class ServingRegistry:
@@ -72,9 +73,11 @@ class ServingRegistry:
             endpoint, bodies
         )
 
-    async def execute(self, endpoint: str, body: Any, request_id: str, priority: int = 0) -> LineResult:
+    async def execute(
+        self, endpoint: str, body: Any, request_id: str, priority: int = 0, *, urgency: Urgency = NO_DEADLINE
+    ) -> LineResult:
         return await self._for(body.get("model") if isinstance(body, dict) else None).execute(
-            endpoint, body, request_id, priority
+            endpoint, body, request_id, priority, urgency=urgency
         )
 
     async def abort(self, request_id: str) -> bool:

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from app.core.statuses import EngineState
 from app.engine.results import LineProblem, LineResult
+from app.scheduling.residency import NO_DEADLINE, Urgency
 
 # What `status` reports: URL -> its state, window and outstanding requests, by model.
 UpstreamStatus = dict[str, dict[str, dict[str, Any]]]
@@ -48,15 +49,22 @@ class LineChecker(Protocol):
 class LineRunner(Protocol):
     """The executor's view of the engines: run a line, stop one."""
 
-    async def execute(self, endpoint: str, body: Any, request_id: str, priority: int = 0) -> LineResult:
+    async def execute(
+        self, endpoint: str, body: Any, request_id: str, priority: int = 0, *, urgency: Urgency = NO_DEADLINE
+    ) -> LineResult:
         """Run one line and return what its server would have answered; a line's own
         failure is a non-200 result, never an exception. ``priority`` is the line's place in
         the engine's waiting queue (vLLM's: smaller first, online traffic at 0; see
         :mod:`app.scheduling.priority`); an engine that does not schedule by priority ignores
-        it. Raises
+        it. ``urgency`` is how soon the line is due (:class:`~app.scheduling.residency.Urgency`:
+        at risk or not, its deadline, whether it is a single-request lane's, when it must have
+        started by): an engine that loads models on demand ranks them by it, and a line not
+        started by its ``start_by`` fails; others ignore it. Raises
         :class:`~app.engine.errors.RequestAborted` after :meth:`abort`,
         :class:`~app.engine.errors.EngineDeadError` when the line could not run through no
-        fault of its own (do not record it; resume later), and
+        fault of its own (do not record it; resume later),
+        :class:`~app.engine.errors.LineCannotRun` when it fails with its ``code`` instead (in
+        flight at two deaths of its engine, or not started by its ``start_by``), and
         :class:`~app.engine.errors.EngineNotReadyError` before start or after shutdown.
         Cancelling the caller cancels the request and raises ``CancelledError``."""
         ...

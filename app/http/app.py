@@ -5,36 +5,18 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections.abc import Callable
 from contextlib import asynccontextmanager, suppress
 
 from fastapi import APIRouter, Depends, FastAPI
 
-from app.api import (
-    admin_keys,
-    admin_model_permissions,
-    admin_projects,
-    admin_rate_limits,
-    anthropic_batches,
-    audit_logs,
-    batches,
-    files,
-    flex,
-    health,
-    models,
-    queue,
-    responses,
-    single_requests,
-    uploads,
-    usage,
-    webhooks,
-)
+from app.api import health
 from app.api import metrics as metrics_api
-from app.api.deps import get_caller, reject_unclean_input
+from app.api.deps import reject_unclean_input
 from app.api.runtime import Runtime, install_runtime
 from app.background.loop_watch import LoopWatch
 from app.background.model_publisher import publish_models_forever
 from app.background.sweeper import STALE_TEMP_SECONDS, sweep_forever
-from app.background.webhook_sender import WebhookSender
 from app.core import tracing
 from app.core.anthropic_api import MESSAGE_BATCHES_PATH
 from app.core.config import Settings
@@ -42,7 +24,29 @@ from app.core.private_files import private_dir
 from app.core.version import VERSION
 from app.db import migrate
 from app.db.engine import Database
+from app.domains.batches import admin_routes as admin_project_batches
+from app.domains.batches import routes as batches
+from app.domains.files import routes as files
+from app.domains.files import uploads_routes as uploads
+from app.domains.limits import permissions_routes as admin_model_permissions
+from app.domains.limits import rate_limits_routes as admin_rate_limits
+from app.domains.limits import usage_routes as usage
+from app.domains.message_batches import routes as anthropic_batches
+from app.domains.models import queue_routes as queue
+from app.domains.models import routes as models
+from app.domains.models.service import model_entries
+from app.domains.organization import audit_routes as audit_logs
+from app.domains.organization import keys_routes as admin_keys
+from app.domains.organization import projects_routes as admin_projects
+from app.domains.organization.auth import Authenticator, install_authenticator
+from app.domains.organization.deps import get_caller
+from app.domains.responses import flex_routes as flex
+from app.domains.responses import list_routes as single_requests
+from app.domains.responses import routes as responses
+from app.domains.webhooks import routes as webhooks
+from app.domains.webhooks.sender import WebhookSender
 from app.engine.boot import NoModels, start_registry
+from app.engine.config.specs import load_model_table
 from app.engine.protocol import Engines
 from app.http.body_limit import BodyLimitMiddleware
 from app.http.error_handlers import install_error_handlers
@@ -51,8 +55,6 @@ from app.http.idempotency import IdempotencyMiddleware
 from app.http.metrics_middleware import HttpMetricsMiddleware
 from app.http.openapi import install_openapi
 from app.http.request_id import RequestIdMiddleware
-from app.services.models import model_entries
-from app.services.organization.auth import Authenticator
 from app.storage import open_store
 from app.ui import install_ui
 from app.worker.context import WorkerContext
@@ -61,17 +63,26 @@ from app.worker.runner import Worker
 log = logging.getLogger("batchd")
 
 
-async def _start_engines_and_worker(runtime: Runtime, given: Engines | None) -> None:
+async def _start_engines_and_worker(
+    runtime: Runtime, given: Engines | None, on_failure: Callable[[str], None] | None = None
+) -> None:
+    """The engines, then the worker. Engines that cannot start leave the cause in
+    ``runtime.engines_failed`` (/health shows it) and call ``on_failure`` with it: `batchd serve`
+    then exits non-zero so that a supervisor restarts it (``--no-models`` serves the API alone)."""
     settings = runtime.settings
+    runtime.models = load_model_table(settings.model_config_file)  # the Costs API's on every replica
     if settings.api_only:
         runtime.engines, runtime.ready = NoModels(), True
         log.info("ready: API only (no engines, no worker)")
         return
     try:
         engines = runtime.engines = given if given is not None else await start_registry(settings)
-    except Exception:
+    except Exception as exc:
         log.exception("could not start the model engines; batches will not run")
-        raise
+        runtime.engines_failed = f"{type(exc).__name__}: {exc}"
+        if on_failure is not None:
+            on_failure(runtime.engines_failed)
+        return
     worker = Worker(WorkerContext(db=runtime.db, store=runtime.store, registry=engines, settings=settings))
     worker.start()
     runtime.worker = worker
@@ -95,6 +106,7 @@ def _v1_router() -> APIRouter:
         webhooks,
         usage,
         admin_projects,
+        admin_project_batches,
         admin_keys,
         admin_rate_limits,
         admin_model_permissions,
@@ -116,7 +128,9 @@ def create_app(settings: Settings | None = None, engines: Engines | None = None)
         private_dir(settings.data_dir)
         url = settings.resolved_database_url()
         await migrate.upgrade(url)
-        db = Database(url, sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+        db = Database(
+            url, sqlite_busy_timeout_ms=settings.sqlite_busy_timeout_ms, postgres_pool=settings.database_pool_size
+        )
         store = open_store(settings)
         # Before serving: this proves the store reachable (a missing bucket stops the server with a
         # clear message, tests/storage/test_blob_store.py), besides clearing old temp files.
@@ -128,13 +142,17 @@ def create_app(settings: Settings | None = None, engines: Engines | None = None)
                 "every request is accepted as project 'default' (from loopback names and this server's "
                 "own origin only; docs/security.md) !!!"
             )
-        runtime = Runtime(settings, db, store, auth, asyncio.get_running_loop())
+        install_authenticator(app, auth)
+        runtime = Runtime(settings, db, store, asyncio.get_running_loop())
         install_runtime(app, runtime)
         sweeper = asyncio.create_task(sweep_forever(db, store, settings))
         # Webhook deliveries never wait on the worker, nor it on them: they share only the outbox.
         sender = asyncio.create_task(WebhookSender(db, settings).run_forever())
         # Engines take a while to load: serve files and /health (503 "starting") meanwhile.
-        startup = asyncio.create_task(_start_engines_and_worker(runtime, engines))
+        # `batchd serve` sets app.state.on_engines_failed: engines that cannot start stop the server.
+        startup = asyncio.create_task(
+            _start_engines_and_worker(runtime, engines, getattr(app.state, "on_engines_failed", None))
+        )
         background = [startup, sweeper, sender]
         if not (settings.api_only or settings.no_models):
             # So that --api-only replicas on this database can list what this one serves.
@@ -170,7 +188,7 @@ def create_app(settings: Settings | None = None, engines: Engines | None = None)
     # Added first, so they run inside RequestIdMiddleware (their refusals carry a request id too),
     # and the front door (who is asking) before the body policy (what they may send).
     # Innermost: the caller is known and the body within its limit when a key is looked up.
-    app.add_middleware(IdempotencyMiddleware, keep_seconds=settings.idempotency_key_hours * 3600)
+    app.add_middleware(IdempotencyMiddleware)
     app.add_middleware(
         BodyLimitMiddleware,
         max_bytes=settings.max_json_body_bytes,

@@ -3,27 +3,23 @@
 files and uploads services); JSON everywhere else, any other Content-Type a 415 before anything
 is read, and capped at BATCHD_MAX_JSON_BODY_BYTES: a declared Content-Length over the cap is
 refused before anything is read, a chunked body is counted as it arrives. It runs after the front
-door (app/http/front_door.py), so only a caller with a key gets this far with a body."""
+door (app/http/front_door.py), so only a caller with a key gets this far with a body. What is
+JSON is parsed from the Content-Type (app/core/media_types.py), and a request has one: two
+Content-Type headers are a 400."""
 
 from __future__ import annotations
-
-import re
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.core.errors import ApiError, PayloadTooLarge, UnsupportedMediaType
+from app.core.errors import ApiError, InvalidRequest, PayloadTooLarge, UnsupportedMediaType
+from app.core.media_types import is_json, takes_multipart
 from app.http.error_handlers import error_response
 
-UPLOAD_ROUTE = re.compile(r"/v1/(files|uploads/[^/]+/parts)/?")
 # The one method whose bodies batchd's routes read; another method's body is never read (its
 # route, if any, answers as it would without one: a 405 stays a 405).
 BODY_METHODS = frozenset({"POST"})
-
-
-def takes_multipart(method: str, path: str) -> bool:
-    return method == "POST" and UPLOAD_ROUTE.fullmatch(path) is not None
 
 
 def has_body(headers: dict[bytes, bytes]) -> bool:
@@ -31,9 +27,10 @@ def has_body(headers: dict[bytes, bytes]) -> bool:
     return b"transfer-encoding" in headers or (length.isdigit() and int(length) > 0)
 
 
-def is_json(content_type: bytes) -> bool:
-    media = content_type.split(b";", 1)[0].strip().lower()
-    return media == b"application/json" or (media.startswith(b"application/") and media.endswith(b"+json"))
+def content_types(scope: Scope) -> list[bytes]:
+    """Every Content-Type header's value (more than one is refused: which one a layer reads
+    would differ, FastAPI's the first, a dict of the headers the last)."""
+    return [value for name, value in scope.get("headers") or [] if name == b"content-type"]
 
 
 def _too_large(limit: int) -> str:
@@ -59,11 +56,15 @@ class BodyLimitMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope.get("headers") or []) if scope["type"] == "http" else {}
+        if headers and len(content_types(scope)) > 1:
+            refused = InvalidRequest("A request may have one Content-Type header; this one has several.")
+            await refuse(scope, receive, send, refused, close=has_body(headers))
+            return
         if not has_body(headers) or takes_multipart(scope["method"], scope["path"]):
             await self.app(scope, receive, send)
             return
         content_type = headers.get(b"content-type", b"")
-        if scope["method"] in BODY_METHODS and not is_json(content_type):
+        if scope["method"] in BODY_METHODS and not is_json(content_type.decode("latin-1")):
             given = content_type.decode("latin-1") or "none"
             error: ApiError = UnsupportedMediaType(
                 f"Unsupported Content-Type '{given}': this route takes a JSON body "

@@ -22,6 +22,7 @@ from app.core.errors import (
     invalid_request_from,
     is_disk_full,
 )
+from app.db.outages import is_database_busy, is_database_unreachable
 
 log = logging.getLogger("batchd.errors")
 
@@ -51,11 +52,6 @@ def _validation_error(exc: RequestValidationError) -> InvalidRequest:
     return invalid_request_from(exc.errors())
 
 
-def _is_lock_error(exc: OperationalError) -> bool:
-    text = str(exc.orig).lower()
-    return "database is locked" in text or "database is busy" in text or "lock timeout" in text
-
-
 def _allowed_methods(request: Request) -> str:
     """Every method the path supports. Starlette's 405 lists only those of the first route
     matching the path (POST /v1/files, not also GET); RFC 9110 wants them all."""
@@ -65,39 +61,6 @@ def _allowed_methods(request: Request) -> str:
         if match != Match.NONE:
             methods |= getattr(route, "methods", None) or set()
     return ", ".join(sorted(methods))
-
-
-# Connection-level failures: the database is down, restarting or unreachable (Postgres SQLSTATE
-# class 08 and 57P01-57P03 arrive as asyncpg exceptions of these names).
-_UNREACHABLE_NAMES = {
-    "ConnectionDoesNotExistError",
-    "CannotConnectNowError",
-    "AdminShutdownError",
-    "CrashShutdownError",
-    "PostgresConnectionError",
-    "ConnectionFailureError",
-    "ClientCannotConnectError",
-}
-
-
-def is_database_unreachable(exc: BaseException) -> bool:
-    """True when `exc` (or what it wraps) says the database cannot be reached right now; such a
-    request may be retried as is, so it is a 503, not a 500."""
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        current = todo.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, DBAPIError) and current.connection_invalidated:
-            return True
-        if isinstance(current, (ConnectionRefusedError, ConnectionResetError, BrokenPipeError)):
-            return True
-        if type(current).__name__ in _UNREACHABLE_NAMES:
-            return True
-        todo += [getattr(current, "orig", None), current.__cause__, current.__context__]
-    return False
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -126,7 +89,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(OperationalError)
     async def database_error(request: Request, exc: OperationalError) -> JSONResponse:
-        if _is_lock_error(exc):
+        if is_database_busy(exc):
             return _respond(request, ServiceUnavailable("The database is busy; please retry."))
         if is_database_unreachable(exc):
             return _respond(request, ServiceUnavailable("The database is unavailable; please retry.", retry_after=2))

@@ -4,10 +4,11 @@ read whole before its 401). The one place a key is resolved: the caller is kept 
 state, where the routes' dependencies (app/api/deps.py) take it.
 
 - `/v1/...`: a key (`Authorization: Bearer`, or Anthropic's `x-api-key` on `/v1/messages...`)
-  or 401; 429 while the client's address has failed the key check too often.
+  or 401; a bad key is 429 instead while its address or its prefix has failed the check too
+  often (a good key is always served).
 - `/health`: the caller if its key is good (admins see details), else anonymous; never refused.
 - In open mode every request but `/health...` must name a loopback host (421) and carry no
-  foreign `Origin` (403); see app/services/organization/open_mode.py."""
+  foreign `Origin` (403); see app/domains/organization/open_mode.py."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.api.runtime import runtime_if_started
 from app.core.anthropic_api import is_anthropic_route
 from app.core.errors import ApiError
+from app.domains.organization.auth import Authenticator, Caller, authenticator_of
+from app.domains.organization.open_mode import check_local_request
 from app.http.body_limit import has_body, refuse
-from app.services.organization.auth import Authenticator, Caller
-from app.services.organization.open_mode import check_local_request
 
 HEALTH_PATHS = frozenset({"/health", "/health/live"})
 
@@ -62,7 +63,7 @@ class FrontDoorMiddleware:
             await self.app(scope, receive, send)
             return
         request, path = Request(scope), scope["path"]
-        auth = runtime.auth
+        auth = authenticator_of(scope["app"])
         try:
             if path in HEALTH_PATHS:
                 request.state.caller = await _health_caller(auth, request)

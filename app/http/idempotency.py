@@ -1,29 +1,48 @@
-"""ASGI middleware for `Idempotency-Key` on every POST (the rules: app/services/idempotency.py).
-It runs inside the front door (the caller, so the project, is known) and the body limit, and
-sees the request's bytes as they pass to the route: memory stays flat for a large upload. The
-fingerprint hashes the method, path, query and body: a JSON body by its parsed value, a
-multipart body without its boundary (random per request), so a retry of the same call matches
-while a changed one does not."""
+"""ASGI middleware for `Idempotency-Key` on every POST (the rules: app/http/idempotency_store.py).
+It runs inside the front door (the caller, so the API key a record belongs to, is known) and the
+body limit, and sees the request's bytes as they pass to the route: memory stays flat for a large
+upload. The fingerprint hashes the method, path, query and body: a JSON body by its parsed value,
+a multipart body without its boundary (random per request), so a retry of the same call matches
+while a changed one does not. A repeat is answered with the kept body, or by a GET of the made
+object's retrieve path sent through the app as the same caller (its route's checks run again)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
+from urllib.parse import parse_qs, quote, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.deps import HELD_KEY_STATE
 from app.api.runtime import runtime_if_started
-from app.http.body_limit import has_body, is_json, refuse
-from app.services.idempotency import HEADER, Held, IdempotentRequests, Kept, check_key, different_request
+from app.core.media_types import is_json
+from app.http.body_limit import has_body, refuse
+from app.http.idempotency_store import (
+    HEADER,
+    Create,
+    Held,
+    IdempotentRequests,
+    Kept,
+    NotBound,
+    RecordId,
+    check_key,
+    create_of,
+    different_request,
+    nothing_kept,
+)
 
-# Create responses are small objects; a larger one is passed on but not kept.
-MAX_KEPT_BODY = 1024 * 1024
+# A response is seen up to this size (the service keeps less: MAX_KEPT_BODY); larger, it is
+# passed on but neither kept nor read for the id of what it made.
+MAX_SEEN_BODY = 1024 * 1024
 # JSON bodies up to this size are fingerprinted by their parsed value (key order and spacing
 # aside), larger ones by their bytes.
 MAX_PARSED_BODY = 1024 * 1024
 BOUNDARY = re.compile(rb'boundary="?([^";]+)"?', re.IGNORECASE)
 REPLAYED_HEADER = (b"idempotent-replayed", b"true")
+# A repeat answered by a GET sends that GET none of the POST's body headers, nor its key.
+NOT_FOR_A_GET = {b"content-type", b"content-length", b"transfer-encoding", HEADER.encode()}
 
 
 class Fingerprint:
@@ -37,7 +56,7 @@ class Fingerprint:
             self.hash.update(len(part).to_bytes(8, "big") + part)
         found = BOUNDARY.search(content_type) if media == b"multipart/form-data" else None
         self.marker = b"--" + found.group(1) if found else None
-        self.parsed: bytearray | None = bytearray() if is_json(content_type) else None
+        self.parsed: bytearray | None = bytearray() if is_json(content_type.decode("latin-1")) else None
         self.carry = b""
         self.whole = False  # the whole body was seen
 
@@ -67,19 +86,17 @@ class Fingerprint:
     def digest(self) -> str:
         if self.parsed is not None:
             try:
-                value = json.loads(self.parsed)
-            except ValueError:
-                self.hash.update(bytes(self.parsed))
-            else:
-                self.hash.update(json.dumps(value, sort_keys=True, separators=(",", ":")).encode())
+                canonical = json.dumps(json.loads(self.parsed), sort_keys=True, separators=(",", ":")).encode()
+            except (ValueError, RecursionError):  # not JSON, or nested too deep to parse: its bytes
+                canonical = bytes(self.parsed)
+            self.hash.update(canonical)
             self.parsed = None
         return self.hash.hexdigest()
 
 
 class IdempotencyMiddleware:
-    def __init__(self, app: ASGIApp, keep_seconds: float) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.keep_seconds = keep_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         key = _key(scope)
@@ -88,13 +105,17 @@ class IdempotencyMiddleware:
         if key is None or runtime is None or caller is None:
             await self.app(scope, receive, send)
             return
-        requests = IdempotentRequests(runtime.db, self.keep_seconds)
+        requests = IdempotentRequests(runtime.db, runtime.settings)
         try:
-            found = await requests.hold_or_find(caller.project, check_key(key))
+            # The API key's own record: another key sending this key runs as a new request.
+            record = RecordId(caller.project, caller.key_id or "", check_key(key))
+            found = await requests.hold_or_find(record, caller.is_admin)
         except Exception as refused:  # noqa: BLE001 - rendered as the routes' handlers render it
             await refuse(scope, receive, send, refused, close=has_body(dict(scope["headers"])))
             return
-        if isinstance(found, Held):
+        if isinstance(found, NotBound):
+            await self.app(scope, receive, send)
+        elif isinstance(found, Held):
             await self._run(requests, found, scope, receive, send)
         else:
             await self._replay(found, key, scope, receive, send)
@@ -113,14 +134,21 @@ class IdempotencyMiddleware:
             response.see(message)
             await send(message)
 
+        scope["state"][HELD_KEY_STATE] = held  # for the route's transaction (app/api/deps.py)
         try:
             async with requests.renewing(held):
                 await self.app(scope, seen_receive, kept_send)
+                create = create_of(_route_path(scope), held)
+                if held.committed and create is not None and response.succeeded():
+                    while not fingerprint.whole and (await seen_receive())["type"] == "http.request":
+                        pass  # the rest of a body the route left unread: the fingerprint needs it
         except BaseException:
             await requests.release(held)
             raise
-        if response.worth_keeping() and fingerprint.whole:
-            await requests.complete(held, fingerprint.digest(), response.status, response.content_type, response.body())
+        if held.committed and create is not None and response.succeeded() and fingerprint.whole:
+            body = None if create.secret else response.body()
+            retrieve = _retrieve_path(create, scope, response.body())
+            await requests.finish(held, fingerprint.digest(), response.status, response.content_type, body, retrieve)
         else:
             await requests.release(held)
 
@@ -131,20 +159,68 @@ class IdempotencyMiddleware:
             if message["type"] != "http.request":
                 return  # the client left
             fingerprint.feed(message.get("body", b""), message.get("more_body", False))
-        if fingerprint.digest() != kept.fingerprint:
+        if kept.fingerprint and fingerprint.digest() != kept.fingerprint:
             await refuse(scope, receive, send, different_request(key), close=False)
-            return
-        headers = [
-            (b"content-type", kept.content_type.encode()),
-            (b"content-length", str(len(kept.body)).encode()),
-            REPLAYED_HEADER,
-        ]
-        await send({"type": "http.response.start", "status": kept.status_code, "headers": headers})
-        await send({"type": "http.response.body", "body": kept.body})
+        elif kept.body is not None:
+            headers = [
+                (b"content-type", kept.content_type.encode()),
+                (b"content-length", str(len(kept.body)).encode()),
+                REPLAYED_HEADER,
+            ]
+            await send({"type": "http.response.start", "status": kept.status_code, "headers": headers})
+            await send({"type": "http.response.body", "body": kept.body})
+        elif kept.retrieve_path is not None:
+            await self._retrieve(kept.retrieve_path, scope, receive, send)
+        else:
+            await refuse(scope, receive, send, nothing_kept(key), close=False)
+
+    async def _retrieve(self, target: str, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer with a GET of what the first request made, as the same caller (its route's
+        authorization runs again): the object as it is now, with no secret in it."""
+        path, _, query = target.partition("?")
+        headers = [(name, value) for name, value in scope["headers"] if name not in NOT_FOR_A_GET]
+        get = {**scope, "method": "GET", "path": path, "raw_path": path.encode(), "query_string": query.encode()}
+        get["headers"] = headers
+        asked = False
+
+        async def no_body() -> Message:
+            nonlocal asked
+            if not asked:
+                asked = True
+                return {"type": "http.request", "body": b"", "more_body": False}
+            return await receive()
+
+        async def replayed(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), REPLAYED_HEADER]}
+            await send(message)
+
+        await self.app(get, no_body, replayed)
+
+
+def _route_path(scope: Scope) -> str | None:
+    return getattr(scope.get("route"), "path", None)
+
+
+def _retrieve_path(create: Create, scope: Scope, body: bytes) -> str | None:
+    """The GET that shows what the create made: its template filled with the route's path
+    parameters and the made object's `id` (and the `project` an admin key named)."""
+    if create.retrieve is None:
+        return None
+    try:
+        made = json.loads(body).get("id")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(made, str):
+        return None
+    params = {name: quote(str(value), safe="") for name, value in scope.get("path_params", {}).items()}
+    path = create.retrieve.format(**params, id=quote(made, safe=""))
+    project = parse_qs(scope["query_string"].decode("latin-1")).get("project")
+    return f"{path}?{urlencode({'project': project[0]})}" if project else path
 
 
 class _Kept:
-    """The response as it passes: its status, type and body (up to MAX_KEPT_BODY)."""
+    """The response as it passes: its status, type and body (up to MAX_SEEN_BODY)."""
 
     def __init__(self) -> None:
         self.status = 0
@@ -159,11 +235,12 @@ class _Kept:
         elif message["type"] == "http.response.body":
             body = message.get("body", b"")
             self.size += len(body)
-            if self.size <= MAX_KEPT_BODY:
+            if self.size <= MAX_SEEN_BODY:
                 self.chunks.append(body)
 
-    def worth_keeping(self) -> bool:
-        return 200 <= self.status < 300 and self.size <= MAX_KEPT_BODY
+    def succeeded(self) -> bool:
+        """A 2xx whose whole body was seen."""
+        return 200 <= self.status < 300 and self.size <= MAX_SEEN_BODY
 
     def body(self) -> bytes:
         return b"".join(self.chunks)

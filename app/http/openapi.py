@@ -60,8 +60,9 @@ IDEMPOTENCY_KEY = {
     "name": "Idempotency-Key",
     "in": "header",
     "required": False,
-    "description": "A repeat of this request with the same key (per project, for 24 hours) returns the first "
-    "response and does nothing again (app/services/idempotency.py).",
+    "description": "A repeat of this request with the same key (by the same API key, for 24 hours) returns "
+    "the first response of a create (a response with a secret: the object as a retrieve shows it) and does "
+    "nothing again (app/http/idempotency_store.py, docs/security.md).",
     # Printable ASCII, no space at either end (HTTP would strip it).
     "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]([ -~]*[!-~])?$"},
 }
@@ -155,12 +156,15 @@ _LINKS: dict[tuple[str, str], list[tuple[str, str, str | dict]]] = {
     ("post", "/v1/batches"): [
         ("get", "/v1/batches/{batch_id}", _ID),
         ("post", "/v1/batches/{batch_id}/cancel", _ID),
+        ("post", "/v1/batches/{batch_id}/pause", _ID),
+        ("post", "/v1/batches/{batch_id}/resume", _ID),
         ("get", "/v1/files/{file_id}", "$response.body#/input_file_id"),
         # Delete and retry answer once the batch has ended, which one without a served model soon has.
         ("delete", "/v1/batches/{batch_id}", _ID),
         ("post", "/v1/batches/{batch_id}/retry", _ID),
         ("get", "/v1/batches/{batch_id}/results", _ID),
     ],
+    ("post", "/v1/batches/{batch_id}/pause"): [("post", "/v1/batches/{batch_id}/resume", _ID)],
     ("post", "/v1/batches/{batch_id}/cancel"): [
         ("get", "/v1/batches/{batch_id}", _ID),
         ("delete", "/v1/batches/{batch_id}", _ID),
@@ -174,8 +178,13 @@ _LINKS: dict[tuple[str, str], list[tuple[str, str, str | dict]]] = {
     ("post", "/v1/messages/batches"): [
         ("get", "/v1/messages/batches/{message_batch_id}", _ID),
         ("post", "/v1/messages/batches/{message_batch_id}/cancel", _ID),
+        ("post", "/v1/messages/batches/{message_batch_id}/pause", _ID),
+        ("post", "/v1/messages/batches/{message_batch_id}/resume", _ID),
         ("get", "/v1/messages/batches/{message_batch_id}/results", _ID),
         ("delete", "/v1/messages/batches/{message_batch_id}", _ID),
+    ],
+    ("post", "/v1/messages/batches/{message_batch_id}/pause"): [
+        ("post", "/v1/messages/batches/{message_batch_id}/resume", _ID)
     ],
     # Results and delete answer once the batch has ended, which a cancelled one soon has.
     ("post", "/v1/messages/batches/{message_batch_id}/cancel"): [

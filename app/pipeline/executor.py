@@ -13,13 +13,15 @@ from dataclasses import dataclass
 
 from app.core import metrics, tracing
 from app.core.ids import new_request_id
-from app.engine.errors import EngineUnavailableError
+from app.engine.audio import LINE_PROJECT
+from app.engine.errors import LineCannotRun
+from app.engine.poison import LINE_KEY
 from app.engine.protocol import LineRunner
 from app.engine.results import LineResult, Usage
 from app.pipeline.fair_gate import FairGate, Grant, Ticket
 from app.pipeline.lines import InputLine, error_line, response_line
 from app.scheduling.priority import batch_priority, tenant_body
-from app.scheduling.residency import LINE_URGENCY, Urgency
+from app.scheduling.residency import Urgency
 
 log = logging.getLogger("batchd.executor")
 
@@ -86,22 +88,31 @@ class LineExecutor:
         self._in_flight[task] = request_id
         started = metrics.line_started(model)
         # What the engines weigh when they load a model on demand (app.scheduling.residency).
-        LINE_URGENCY.set(Urgency(relaxed=not grant.ahead, deadline=self.ticket.deadline or float("inf")))
+        urgency = Urgency(
+            ahead=grant.ahead,
+            deadline=self.ticket.deadline or float("inf"),
+            single=self.ticket.single,
+            start_by=self.ticket.start_by,
+        )
+        # Who the line is to the engines' supervision, across runs of its shard (app.engine.poison).
+        LINE_KEY.set((self.ticket.batch_id, line.line_no))
+        LINE_PROJECT.set(self.ticket.project)  # whose share of the audio slots the line takes
         try:
             with tracing.line_span(line.line_no, line.custom_id, line.url):
-                result: LineResult | EngineUnavailableError = await self.engine.execute(
-                    line.url, body, request_id, batch_priority(grant.ahead, grant.behind)
+                result: LineResult | LineCannotRun = await self.engine.execute(
+                    line.url, body, request_id, batch_priority(grant.ahead, grant.behind), urgency=urgency
                 )
-        except EngineUnavailableError as exc:
-            # The engine is no longer restarted, so no later run would fare better: the line
-            # fails. (An engine that died within its restart budget is restarted inside
-            # execute, and the line runs again there.)
+        except LineCannotRun as exc:
+            # The line was in flight at two of its engine's deaths (engine_crashed), or its
+            # engine could not take it in time (a flex request): no later run would fare
+            # better. (An engine that died is restarted inside execute, and the line runs
+            # again there.)
             result = exc
         finally:
             metrics.line_ended(model, line.url, started)
             self._in_flight.pop(task, None)
             gate.release(grant)
-        if isinstance(result, EngineUnavailableError):
+        if isinstance(result, LineCannotRun):
             ok, usage, record = False, Usage(), error_line(line.custom_id, result.code, str(result))
         else:
             ok, usage = result.status_code == 200, result.usage

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import math
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -32,6 +33,8 @@ class Ticket:
     project: str = ""
     batch_id: str = ""
     deadline: float = 0.0  # the batch's deadline (its due_at when set, else its expires_at)
+    single: bool = False  # a single-request lane's (flex, background response): never preempts a busy engine
+    start_by: float = math.inf  # epoch seconds its line must have started by (a flex request's wait)
 
 
 @dataclass(frozen=True)

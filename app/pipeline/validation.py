@@ -114,6 +114,7 @@ class _Validator:
         per_request: bool,
         order: PrefixOrder | None,
         adapter_bases: Mapping[str, str],
+        mixed_models: bool = False,
     ) -> None:
         self.endpoint = endpoint
         self.adapter_bases = adapter_bases
@@ -122,6 +123,7 @@ class _Validator:
         self.max_errors = max_errors
         self.counting = count_tokens
         self.per_request = per_request
+        self.mixed_models = mixed_models
         self.fallback_model: str | None = None
         self.custom_ids = CustomIdSet()
         self.cutter = ShardCutter(shard_lines)
@@ -143,7 +145,7 @@ class _Validator:
         one) always go line by line."""
         result = self.result
         lines = block.raw_lines()
-        if self.per_request or result.total + len(lines) > self.max_lines:
+        if self.per_request or self.mixed_models or result.total + len(lines) > self.max_lines:
             return False
         ordering = result.order is not None
         if ordering and b"\r" in block.data:  # the order keeps each line's length without its CR
@@ -222,6 +224,8 @@ class _Validator:
         model = body.get("model")
         if model in (None, ""):
             return _missing("body.model", line_no)
+        if self.mixed_models:
+            return self._check_mixed(line_no, body)
         if self.result.model is None:
             self.result.model = model
         elif not self._same_model(model):
@@ -235,6 +239,22 @@ class _Validator:
         problem = self.checker.validate_line(self.endpoint, body)
         if problem is not None:
             return batch_error(problem.code, problem.message, line=line_no, param=problem.param)
+        if self.counting:
+            self.valid_bodies.append(body)
+        return None
+
+    def _check_mixed(self, line_no: int, body: dict) -> dict | None:
+        """A line of a mixed-model batch: checked as any line against the model it names, but a
+        model not served or that the project may not use is not the batch's error: the line fails
+        alone when it runs. The batch's model is the first one a line can run on."""
+        problem = self.checker.validate_line(self.endpoint, body)
+        if problem is not None and problem.code == LineErrorCode.MODEL_NOT_FOUND:
+            self.fallback_model = self.fallback_model or str(body.get("model"))
+            return None
+        if problem is not None:
+            return batch_error(problem.code, problem.message, line=line_no, param=problem.param)
+        if self.result.model is None:
+            self.result.model = body["model"]
         if self.counting:
             self.valid_bodies.append(body)
         return None
@@ -304,13 +324,15 @@ async def validate_input_file(
     per_request: bool = False,
     order: PrefixOrder | None = None,
     adapter_bases: Mapping[str, str] | None = None,
+    mixed_models: bool = False,
 ) -> ValidationResult:
     """Check every line of the streamed file; on the way, cut it into shards of `shard_lines`
     requests, each starting at the byte offset of its first request line, and with
     `count_tokens` count the prompt tokens of the lines, TOKEN_CHUNK lines a tokenizer call.
     With `per_request` (Anthropic's rule) a line's body is not checked here: it fails alone when it runs.
     With `order`, the file is spooled into it and every valid line gets its place in the prefix order.
-    `adapter_bases` (LoRA adapter -> its base) lets lines name a base model and its adapters."""
+    `adapter_bases` (LoRA adapter -> its base) lets lines name a base model and its adapters.
+    With `mixed_models`, lines may name any model; one naming a model that cannot run fails alone."""
     validator = _Validator(
         endpoint,
         checker,
@@ -321,6 +343,7 @@ async def validate_input_file(
         per_request=per_request,
         order=order,
         adapter_bases=adapter_bases or {},
+        mixed_models=mixed_models,
     )
     splitter = LineSplitter()
     # The next chunks are read (from S3, say) while a thread checks this one.
@@ -333,6 +356,6 @@ async def validate_input_file(
     result = validator.result
     if result.total == 0:
         result.errors.append(batch_error(LineErrorCode.EMPTY_FILE, "The batch input file is empty."))
-    if per_request and result.model is None:
+    if (per_request or mixed_models) and result.model is None:
         result.model = validator.fallback_model or "unknown"
     return result

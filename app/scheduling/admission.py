@@ -28,8 +28,8 @@ from app.scheduling.state import Claimable, RunningShard
 # A replica runs at most this many shards of one batch: two keep the engine busy while one
 # drains its last lines, and leave the rest of the batch to other replicas.
 SHARDS_PER_BATCH = 2
-# A batch that goes ahead of others here (at risk, or due before another batch of its project
-# running here) may run this many: the gates give it every slot they can, which its lines fill
+# A batch that goes ahead of others here (at risk, or due before another batch of its project on
+# the same model running here) may run this many: the gates give it every slot they can, which its lines fill
 # only if it always has some waiting while some of its shards drain their last lines.
 SHARDS_PER_URGENT_BATCH = 4
 # Past `soft` a project may still start shards until it runs this many of the model here: with
@@ -51,7 +51,7 @@ class ShardHere:
     project: str
     batch_id: str
     model: str | None
-    expires_at: int
+    deadline: int  # of its batch, as Claimable.deadline
     since: float  # when this replica claimed it
 
 
@@ -87,14 +87,21 @@ class _Here:
         self.per_model: Counter[str | None] = Counter(s.model for s in self.shards)
         self.per_project: Counter[tuple[str | None, str]] = Counter((s.model, s.project) for s in self.shards)
         self.per_batch: Counter[str] = Counter(s.batch_id for s in self.shards)
-        self.latest: dict[str, int] = {}  # the latest deadline among each project's shards here
+        # The latest deadline among each project's shards of each model here. Per model: a
+        # project's batches on another model are not behind this one (they wait at another
+        # engine's gate), so they make none of its batches here urgent nor keep its shards from
+        # giving way (keyed by project alone, a project's earlier batch on one model ran as
+        # urgent, ahead of the other projects there, as soon as it had a later one on another).
+        self.latest: dict[tuple[str | None, str], int] = {}
         for s in self.shards:
-            self.latest[s.project] = max(s.expires_at, self.latest.get(s.project, s.expires_at))
+            key = (s.model, s.project)
+            self.latest[key] = max(s.deadline, self.latest.get(key, s.deadline))
 
 
-def urgent(candidate: Claimable, at_risk: bool, latest_here: Mapping[str, int]) -> bool:
-    """At risk, or due before another batch of its project that runs here."""
-    return at_risk or candidate.expires_at < latest_here.get(candidate.project, candidate.expires_at)
+def urgent(candidate: Claimable, at_risk: bool, latest_here: Mapping[tuple[str | None, str], int]) -> bool:
+    """At risk, or due before another batch of its project on the same model that runs here."""
+    latest = latest_here.get((candidate.model, candidate.project), candidate.deadline)
+    return at_risk or candidate.deadline < latest
 
 
 def next_pick(
@@ -127,11 +134,11 @@ def next_pick(
             return False
         return bool(replicas.get(c.model, set()) - batch_on.get(c.batch_id, set()) - {me})
 
-    risky_here: Counter[tuple[str | None, str]] = Counter((s.model, s.project) for s in here if s.batch_id in at_risk)
+    at_risk_here: Counter[tuple[str | None, str]] = Counter((s.model, s.project) for s in here if s.batch_id in at_risk)
 
     def at_risk_ok(c: Claimable) -> bool:
         bound = at_risk_bound(slots(c.model).hard, at_risk_max_share)
-        return c.batch_id in at_risk and risky_here[(c.model, c.project)] < bound
+        return c.batch_id in at_risk and at_risk_here[(c.model, c.project)] < bound
 
     def key(c: Claimable) -> tuple:
         weight = max(weights.get(c.project, 1.0), 1e-9)
@@ -140,7 +147,7 @@ def next_pick(
             mine.per_project[(c.model, c.project)] / weight,
             elsewhere[(c.model, c.project)] / weight,
             waited_since.get((c.model, c.project), 0.0),
-            c.expires_at,
+            c.deadline,
             c.seq,
         )
 
@@ -182,7 +189,7 @@ def _victim(
         for s in shards
         if s.batch_id not in at_risk
         and s.project != newcomer
-        and s.expires_at >= mine.latest.get(s.project, s.expires_at)
+        and s.deadline >= mine.latest.get((s.model, s.project), s.deadline)
         and now - s.since >= MIN_SLICE_SECONDS
     ]
     if not movable:
@@ -193,7 +200,7 @@ def _victim(
 
     crowded = [s for s in movable if mine.per_project[(s.model, s.project)] > 1]
     if crowded:
-        return max(crowded, key=lambda s: (crowding(s), s.expires_at, -s.since)).shard_id
+        return max(crowded, key=lambda s: (crowding(s), s.deadline, -s.since)).shard_id
     return min(movable, key=lambda s: s.since).shard_id
 
 

@@ -122,15 +122,15 @@ def outlook(
         # A stalled project is projected at its fair share of its model (0 if the model is stalled too).
         projected = share * model_rate[model] if rate == 0 else rate
         ahead = 0
-        for batch in sorted(members, key=lambda b: (b.expires_at, b.created_at)):
+        for batch in sorted(members, key=lambda b: (b.deadline, b.created_at)):
             entry = BatchOutlook(batch, rates.get(batch.id), None, False)
             if batch.runnable:
                 ahead += entry.left
                 if projected is not None:
                     entry.finish_at = now + ahead / projected if projected > 0 else math.inf
-                    window = batch.expires_at - batch.created_at
+                    window = batch.deadline - batch.created_at
                     margin = (CLEAR_MARGIN if batch.id in was_at_risk else RISK_MARGIN) * window
-                    entry.at_risk = entry.finish_at > batch.expires_at - margin
+                    entry.at_risk = entry.finish_at > batch.deadline - margin
             view.batches.append(entry)
         result.append(view)
     return result
@@ -158,9 +158,9 @@ def behind_ids(views: Iterable[ProjectOutlook]) -> frozenset[str]:
         big = [b for b in runnable if b.total > SMALL_BATCH_LINES]
         if len(runnable) < 2 or not big:
             continue
-        earliest = min(b.expires_at for b in big)
+        earliest = min(b.deadline for b in big)
         for batch in runnable:
-            if batch.expires_at - earliest > BEHIND_MARGIN * (batch.expires_at - batch.created_at):
+            if batch.deadline - earliest > BEHIND_MARGIN * (batch.deadline - batch.created_at):
                 behind.add(batch.id)
     return frozenset(behind)
 

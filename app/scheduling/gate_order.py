@@ -55,9 +55,9 @@ def next_project(
 ) -> str:
     """The project whose head waiter gets the freed slot."""
     heads = list(heads)
-    urgent = [h for h in heads if h.ahead and held_ahead.get(h.project, 0) < bound]
-    if urgent:
-        return min(urgent, key=lambda h: (h.deadline, h.project)).project
+    ahead = [h for h in heads if h.ahead and held_ahead.get(h.project, 0) < bound]
+    if ahead:
+        return min(ahead, key=lambda h: (h.deadline, h.project)).project
 
     def fair(h: Head) -> tuple[float, float]:
         # Slots held ahead of fair share do not count against it: an at-risk project gets the

@@ -48,14 +48,14 @@ def project_new_batch(
     project: str,
     model: str,
     lines: int,
-    expires_at: int,
+    deadline: int,
     finished_rate: float | None,
 ) -> Projection:
     """The new batch of `lines` lines of `project` on `model`, among `batches` (the queue's
     running and waiting ones) with their measured `rates`; `finished_rate` is the model's
     throughput in recently finished batches."""
     queued = list(batches)
-    new = BatchProgress(NEW_BATCH, project, model, BatchStatus.IN_PROGRESS, "", int(now), expires_at, None, lines, 0)
+    new = BatchProgress(NEW_BATCH, project, model, BatchStatus.IN_PROGRESS, "", int(now), deadline, None, lines, 0)
     view = next(v for v in outlook([*queued, new], weights, rates, now) if v.model == model and v.project == project)
     model_rate = sum(rates.get(b.id, 0.0) for b in queued if b.model == model)
     if view.rate:  # the project runs batches of the model: its new one shares the project's rate
@@ -73,5 +73,5 @@ def project_new_batch(
             ahead += entry.left
     start_at = now + ahead / rate
     finish_at = start_at + lines / rate
-    margin = RISK_MARGIN * (expires_at - now)
-    return Projection(rate, start_at, finish_at, finish_at <= expires_at, finish_at > expires_at - margin)
+    margin = RISK_MARGIN * (deadline - now)
+    return Projection(rate, start_at, finish_at, finish_at <= deadline, finish_at > deadline - margin)

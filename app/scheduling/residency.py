@@ -12,7 +12,12 @@ needed resident engine is unloaded, and only one that is idle or can be drained:
   deadline preempts, and the later work cannot preempt it back;
 - otherwise (no deadline to go by) models take turns: an engine stays ``min_residency``
   seconds, longer in proportion to its share of the queued lines, so two busy models do not
-  swap back and forth at every line.
+  swap back and forth at every line;
+- a busy engine never gives way to lines of a single-request lane alone (flex requests,
+  background responses): they wait for it to be idle, so a stranger's one-line requests to
+  another model cannot force a swap after every turn;
+- nor to a model loaded on demand less than ``min_load_interval`` seconds ago: swaps per model
+  are bounded, whatever the deadlines of the lines that ask for them.
 
 The engine code (:mod:`app.engine.local.residency`) drains the chosen engine (its new lines
 wait, those in flight finish), unloads it and loads the needed one; lines are never dropped.
@@ -20,27 +25,41 @@ wait, those in flight finish), unloads it and loads the needed one; lines are ne
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Sequence
-from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # A busy engine's turn is min_residency times its share of the queued lines, at most this many.
 MAX_TURN_FACTOR = 10.0
 
 
-@dataclass(frozen=True, order=True)
+@functools.total_ordering
+@dataclass(frozen=True)
 class Urgency:
-    """How soon a line is due: an at-risk batch's lines first, then by deadline (epoch seconds).
-    Smaller is more urgent."""
+    """How soon a line is due: lines granted ahead of fair share first (an at-risk batch's, a
+    small batch's on credit: the gate's ``Grant.ahead``), then by deadline (epoch seconds).
+    Smaller is more urgent. ``single`` marks a single-request lane's line (a flex request, a
+    background response), which never preempts a busy engine; ``start_by`` (epoch seconds) is
+    when it must have started (a flex request's wait), else it fails: not part of the ranking."""
 
-    relaxed: bool = True  # False for a line of an at-risk batch
+    ahead: bool = False
     deadline: float = float("inf")
+    single: bool = False
+    start_by: float = field(default=math.inf, compare=False)
+
+    def _rank(self) -> tuple[bool, float, bool]:
+        return (not self.ahead, self.deadline, self.single)
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Urgency):
+            return NotImplemented
+        return self._rank() < other._rank()
 
 
-# The urgency of the line being run, set by the line pipeline around each engine call (the
-# engines' interface carries no deadline): the residency manager reads it to rank the models.
+# A line with no deadline to go by (the engines' default: `Engines.execute`'s urgency argument,
+# which the line pipeline passes with each line and the residency manager ranks models by).
 NO_DEADLINE = Urgency()
-LINE_URGENCY: ContextVar[Urgency] = ContextVar("batchd_line_urgency", default=NO_DEADLINE)
 
 
 @dataclass(frozen=True)
@@ -52,8 +71,11 @@ class ModelDemand:
     since: float = 0.0  # when it became resident
     in_flight: int = 0  # lines running on its engine
     waiting: int = 0  # lines waiting for its engine (not resident, or draining)
-    urgency: Urgency = NO_DEADLINE  # of its most urgent line, running or waiting
+    # Of its most urgent line of a batch, running or waiting; of a single-request lane's line
+    # (``single``) only when no batch line is there.
+    urgency: Urgency = NO_DEADLINE
     always: bool = True  # load: always (else on-demand)
+    last_load: float | None = None  # when it was last loaded on demand (None: never)
 
     @property
     def lines(self) -> int:
@@ -78,7 +100,13 @@ def needed(demands: Sequence[ModelDemand]) -> list[ModelDemand]:
     return sorted(wanting, key=lambda d: (d.urgency, -d.waiting, d.model))
 
 
-def plan_swap(demands: Sequence[ModelDemand], budget: int | None, now: float, min_residency: float) -> Swap | None:
+def plan_swap(
+    demands: Sequence[ModelDemand],
+    budget: int | None,
+    now: float,
+    min_residency: float,
+    min_load_interval: float = 0.0,
+) -> Swap | None:
     """The next load (and the unload that makes room for it), or None: nothing waits, or no
     resident engine may give way yet. ``budget`` None means no limit."""
     resident = [d for d in demands if d.resident]
@@ -89,23 +117,27 @@ def plan_swap(demands: Sequence[ModelDemand], budget: int | None, now: float, mi
     candidate = wanting[0]
     if budget is None or len(resident) < budget:
         return Swap(candidate.model)
-    victim = _least_needed(resident, candidate, now, min_residency)
+    victim = _least_needed(resident, candidate, now, min_residency, min_load_interval)
     return None if victim is None else Swap(candidate.model, victim.model)
 
 
 def _least_needed(
-    resident: Sequence[ModelDemand], candidate: ModelDemand, now: float, min_residency: float
+    resident: Sequence[ModelDemand], candidate: ModelDemand, now: float, min_residency: float, min_load_interval: float
 ) -> ModelDemand | None:
     idle = [d for d in resident if d.idle]
     if idle:
         # An on-demand engine before an always one; of those, the one loaded longest ago.
         return min(idle, key=lambda d: (d.always, d.since, d.model))
+    if candidate.urgency.single:
+        return None  # one-line requests wait for the busy engine: they never drain a batch's
+    if candidate.last_load is not None and now - candidate.last_load < min_load_interval:
+        return None  # loaded too recently to take a busy engine's place again
     # Busy ones: the least urgent work first.
     for victim in sorted(resident, key=lambda d: (d.urgency, d.lines), reverse=True):
         if now - victim.since < min_residency:
             continue
         if candidate.urgency < victim.urgency:
-            return victim  # at risk against relaxed work, or due earlier within the same class
+            return victim  # ahead against work that is not, or due earlier within the same class
         if now - victim.since >= turn_seconds(victim, candidate, min_residency):
             return victim
     return None
@@ -118,4 +150,4 @@ def turn_seconds(resident: ModelDemand, candidate: ModelDemand, min_residency: f
     return min_residency * min(MAX_TURN_FACTOR, max(1.0, share))
 
 
-__all__ = ["LINE_URGENCY", "ModelDemand", "Swap", "Urgency", "needed", "plan_swap", "turn_seconds"]
+__all__ = ["NO_DEADLINE", "ModelDemand", "Swap", "Urgency", "needed", "plan_swap", "turn_seconds"]

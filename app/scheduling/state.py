@@ -15,9 +15,9 @@ class BatchProgress:
     status: str
     completion_window: str
     created_at: int
-    # The deadline the scheduler works to: the batch's `due_at` when it has one (a background
-    # response's lane), else its `expires_at` (the hard expiry).
-    expires_at: int
+    # The deadline the scheduler works to (`Batch.deadline`): the batch's `due_at` when it has
+    # one (a background response's lane), else its `expires_at` (the hard expiry).
+    deadline: int
     in_progress_at: int | None
     total: int
     done: int  # completed + failed
@@ -35,7 +35,7 @@ class Claimable:
     batch_id: str
     project: str
     model: str | None
-    expires_at: int  # the deadline that orders its work, as BatchProgress.expires_at
+    deadline: int  # the deadline that orders its work, as BatchProgress.deadline
     seq: int
     resumed: bool
 

@@ -4,17 +4,48 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, GetCoreSchemaHandler, ValidationError
-from pydantic_core import CoreSchema, core_schema
+from pydantic import BaseModel, BeforeValidator, Field, GetCoreSchemaHandler, ValidationError
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
-from app.core.errors import ErrorResponse, invalid_request_from
+from app.core.errors import INVALID_VALUE, ErrorResponse, invalid_request_from
 
 # OpenAI's bounds of an expiry in seconds (a file's or an upload's `expires_after`, a batch's
 # `output_expires_after`): an hour to 30 days. A batch's input and output files default to the most.
 MIN_EXPIRY_SECONDS = 3600
 MAX_EXPIRY_SECONDS = 30 * 24 * 3600
+
+
+def invalid_value(detail: str, **context: Any) -> PydanticCustomError:
+    """A request model's own refusal, worded "Invalid '<param>': <detail>." (app/core/errors.py)."""
+    return PydanticCustomError(INVALID_VALUE, detail, context or None)
+
+
+def not_one_of(supported: Iterable[str]) -> PydanticCustomError:
+    """A request model's refusal of a value outside `supported`, in OpenAI's words (InvalidValue's)."""
+    return PydanticCustomError(INVALID_VALUE, "not a supported value", {"supported": list(supported)})
+
+
+def _expiry_seconds(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # 3600.0 is an integer to JSON Schema (and to OpenAI's parser)
+    if not isinstance(value, int) or isinstance(value, bool) or not MIN_EXPIRY_SECONDS <= value <= MAX_EXPIRY_SECONDS:
+        raise invalid_value(
+            "expected an integer between {minimum} and {maximum}, got {got}",
+            minimum=MIN_EXPIRY_SECONDS,
+            maximum=MAX_EXPIRY_SECONDS,
+            got=repr(value),
+        )
+    return value
+
+
+# An expiry's `seconds`, checked once: a whole number of seconds (true is none) within the bounds.
+ExpirySeconds = Annotated[
+    int,
+    BeforeValidator(_expiry_seconds),
+    Field(json_schema_extra={"minimum": MIN_EXPIRY_SECONDS, "maximum": MAX_EXPIRY_SECONDS}),
+]
 
 T = TypeVar("T")
 
@@ -85,10 +116,11 @@ def json_body(model: type[BaseModel], *, required: bool = True) -> dict[str, Any
     return {"requestBody": body, BODY_MODEL: model.__name__}
 
 
-def validated(model: type[M], data: Any) -> M:
-    """`data` validated by `model`; a 400 in OpenAI's words (the first error) if it is not valid."""
+def validated(model: type[M], data: Any, context: dict[str, Any] | None = None) -> M:
+    """`data` validated by `model` (its validators may read `context`); a 400 in OpenAI's words
+    (the first error) if it is not valid."""
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context=context)
     except ValidationError as exc:
         raise invalid_request_from(exc.errors()) from None
 

@@ -14,7 +14,12 @@ def open_store(settings: Settings) -> BlobStore:
     if url.startswith("s3://"):
         from app.storage.s3 import S3BlobStore  # aiobotocore loads only when S3 is used
 
-        return S3BlobStore(url, settings.s3_endpoint_url, encryption=settings.s3_encryption())
+        return S3BlobStore(
+            url,
+            settings.s3_endpoint_url,
+            encryption=settings.s3_encryption(),
+            max_write_seconds=settings.max_write_seconds,
+        )
     if "://" in url:
         raise ValueError(f"unsupported storage URL {url!r}: use s3://bucket/prefix or a directory")
     return LocalBlobStore(settings.blob_dir)

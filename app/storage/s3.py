@@ -10,6 +10,10 @@ than one part goes up in a single PUT at commit. Reads come in READ_CHUNK_BYTES 
 Server-side encryption (BATCHD_S3_SSE) is asked for on every request that makes an object: a PUT,
 the creation of a multipart upload (its parts follow it) and the copy of a temp object.
 
+The sweep (:meth:`S3BlobStore.sweep_temp`) aborts a multipart upload only when no writer of this
+process owns it and it is older than the longest a write may take (``BATCHD_MAX_WRITE_SECONDS``;
+a write still going then fails), so another replica's upload in progress is never aborted under it.
+
 Keys derive from server-made ids only: <prefix>/files/<project digest>/<file id>. A writer
 opened without its file's id (the id is chosen later) uploads under <prefix>/tmp/ and is copied
 to its key at commit: that costs a server-side copy, so callers that know the id pass it.
@@ -23,8 +27,9 @@ import logging
 import re
 import time
 import uuid
+import weakref
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, asynccontextmanager
 from urllib.parse import urlsplit
 
 from aiobotocore.config import AioConfig
@@ -45,6 +50,12 @@ FILES_DIR = "files"
 TEMP_DIR = "tmp"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
 _MISSING = {"404", "NoSuchKey", "NotFound"}
+# The longest one write may take by default (Settings.max_write_seconds).
+MAX_WRITE_SECONDS = 6 * 3600.0
+
+
+class WriteTooLong(TimeoutError):
+    """A write went on past the longest a write may take: the sweep may abort its upload by now."""
 
 
 def parse_s3_url(url: str) -> tuple[str, str]:
@@ -53,6 +64,62 @@ def parse_s3_url(url: str) -> tuple[str, str]:
     if parts.scheme != "s3" or not parts.netloc:
         raise ValueError(f"storage URL must look like s3://bucket/prefix, got {url!r}")
     return parts.netloc, parts.path.strip("/")
+
+
+def split_s3_uri(uri: str) -> tuple[str, str]:
+    """`s3://bucket/some/key` -> ("bucket", "some/key"), the key as written (a trailing `/`
+    kept: an allowed prefix `s3://b/in/` does not cover `s3://b/input/x`). A key with an empty,
+    `.` or `..` segment is refused, so it means what it says on every S3 server."""
+    parts = urlsplit(uri)
+    if parts.scheme != "s3" or not parts.netloc or parts.query or parts.fragment:
+        raise ValueError(f"expected s3://bucket/key, got {uri!r}")
+    key = parts.path[1:] if parts.path.startswith("/") else parts.path
+    body = key[:-1] if key.endswith("/") else key
+    if body and any(segment in ("", ".", "..") for segment in body.split("/")):
+        raise ValueError(f"{uri!r}: an empty, '.' or '..' path segment")
+    return parts.netloc, key
+
+
+def uri_allowed(uri: str, prefixes: list[str]) -> bool:
+    """Whether `s3://bucket/key` lies under one of `prefixes` (same bucket, the key starts with
+    the prefix's key)."""
+    bucket, key = split_s3_uri(uri)
+    for prefix in prefixes:
+        try:
+            allowed_bucket, allowed_key = split_s3_uri(prefix)
+        except ValueError:
+            continue
+        if allowed_bucket == bucket and key.startswith(allowed_key):
+            return True
+    return False
+
+
+@asynccontextmanager
+async def import_client(store: object, endpoint_url: str | None) -> AsyncIterator:
+    """An S3 client with the server's credentials: the blob store's own when it is in S3, else one
+    made for this import (the AWS chain, BATCHD_S3_ENDPOINT_URL)."""
+    if isinstance(store, S3BlobStore):
+        yield await store.client()
+        return
+    config = AioConfig(retries={"mode": "standard", "max_attempts": 5})
+    async with get_session().create_client("s3", endpoint_url=endpoint_url or None, config=config) as client:
+        yield client
+
+
+async def read_object(client, bucket: str, key: str, max_bytes: int) -> AsyncIterator[bytes]:
+    """The object's bytes in READ_CHUNK_BYTES-sized pieces at most; FileNotFoundError if it is
+    not there, ValueError if it is larger than `max_bytes` (checked before reading)."""
+    try:
+        reply = await client.get_object(Bucket=bucket, Key=key)
+    except ClientError as exc:
+        if _missing(exc) or exc.response.get("Error", {}).get("Code") == "NoSuchBucket":
+            raise FileNotFoundError(f"s3://{bucket}/{key}") from None
+        raise
+    async with reply["Body"] as body:
+        if reply.get("ContentLength", 0) > max_bytes:
+            raise ValueError("larger than allowed")
+        async for piece in body.iter_chunks(READ_CHUNK_BYTES):
+            yield piece
 
 
 def _digest(value: str) -> str:
@@ -77,6 +144,12 @@ class S3BlobWriter:
         self._parts: list[dict] = []
         self._next_part = 1
         self._sending: set[asyncio.Task[None]] = set()
+        self._began = 0.0  # time.time() at the multipart upload's creation
+
+    def _check_age(self) -> None:
+        limit = self.store.max_write_seconds
+        if self._upload_id is not None and time.time() - self._began > limit:
+            raise WriteTooLong(f"writing the blob took longer than {limit:.0f} s (BATCHD_MAX_WRITE_SECONDS)")
 
     @property
     def sha256(self) -> str:
@@ -98,10 +171,13 @@ class S3BlobWriter:
         s3 = await self.store.client()
         if self._upload_id is None:
             self._upload_key = self.key or self.store.temp_key()
+            self._began = time.time()
             reply = await s3.create_multipart_upload(
                 Bucket=self.store.bucket, Key=self._upload_key, **self.store.encryption
             )
             self._upload_id = reply["UploadId"]
+            self.store.live_uploads[self._upload_id] = self
+        self._check_age()
         body, number = bytes(self._buffer), self._next_part
         self._buffer.clear()
         self._next_part += 1
@@ -136,10 +212,12 @@ class S3BlobWriter:
             await self._send_part()
         if self._sending:
             await self._settle()
+        self._check_age()
         parts = sorted(self._parts, key=lambda part: part["PartNumber"])
         await s3.complete_multipart_upload(
             Bucket=bucket, Key=self._upload_key, UploadId=self._upload_id, MultipartUpload={"Parts": parts}
         )
+        self.store.live_uploads.pop(self._upload_id, None)
         self._upload_id = None
         if self._upload_key != final_key:
             try:
@@ -168,6 +246,8 @@ class S3BlobWriter:
                 if not task.cancelled():
                     task.exception()  # taken, so it is not reported as never retrieved
         s3 = await self.store.client()
+        # No longer live, aborted or not: an upload whose abort failed is the sweep's.
+        self.store.live_uploads.pop(upload_id, None)
         try:
             await s3.abort_multipart_upload(Bucket=self.store.bucket, Key=self._upload_key, UploadId=upload_id)
         except ClientError:
@@ -181,12 +261,24 @@ class S3BlobWriter:
 
 class S3BlobStore:
     """Blobs in one bucket under one key prefix; credentials and region from the AWS chain.
-    `encryption`: the server-side encryption parameters of every write (Settings.s3_encryption)."""
+    `encryption`: the server-side encryption parameters of every write (Settings.s3_encryption);
+    `max_write_seconds`: the longest one write may take (Settings.max_write_seconds)."""
 
-    def __init__(self, url: str, endpoint_url: str | None = None, *, encryption: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        endpoint_url: str | None = None,
+        *,
+        encryption: dict[str, str] | None = None,
+        max_write_seconds: float = MAX_WRITE_SECONDS,
+    ) -> None:
         self.bucket, self.prefix = parse_s3_url(url)
         self.endpoint_url = endpoint_url or None
         self.encryption = dict(encryption or {})
+        self.max_write_seconds = max_write_seconds
+        # The multipart uploads this process's writers are writing, by upload id. Weak: a writer
+        # dropped without commit or discard (its task cancelled hard) leaves them to the sweep.
+        self.live_uploads: weakref.WeakValueDictionary[str, S3BlobWriter] = weakref.WeakValueDictionary()
         self._stack: AsyncExitStack | None = None
         self._client = None
         self._lock = asyncio.Lock()
@@ -304,14 +396,20 @@ class S3BlobStore:
                 yield obj["Key"]
 
     async def sweep_temp(self, older_than_seconds: float = 0) -> int:
-        """Abort multipart uploads and remove temp objects left by a process that died mid-write."""
+        """Abort multipart uploads and remove temp objects left by a process that died mid-write:
+        temp objects once `older_than_seconds` old, multipart uploads once no writer here owns
+        them and they are older than the longest a write may take (another replica's may be
+        under way until then, and is no longer after it: its writer fails)."""
         s3 = await self.client()
-        cutoff = time.time() - older_than_seconds
+        now = time.time()
+        cutoff = now - older_than_seconds
+        upload_cutoff = now - max(older_than_seconds, self.max_write_seconds)
         removed = 0
         paginator = s3.get_paginator("list_multipart_uploads")
         async for page in paginator.paginate(Bucket=self.bucket, Prefix=f"{self.prefix}/" if self.prefix else ""):
             for upload in page.get("Uploads", []):
-                if upload["Initiated"].timestamp() <= cutoff:
+                owned = upload["UploadId"] in self.live_uploads
+                if not owned and upload["Initiated"].timestamp() <= upload_cutoff:
                     await s3.abort_multipart_upload(Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"])
                     removed += 1
         async for obj in self._objects(TEMP_DIR):

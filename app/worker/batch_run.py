@@ -9,27 +9,17 @@ import logging
 import time
 
 from app.core import tracing
+from app.core.batch_kinds import kind_of
 from app.core.faults import fault_point
-from app.core.statuses import (
-    BATCH_API_ANTHROPIC,
-    BATCH_API_FLEX,
-    BATCH_API_RESPONSE,
-    EXPIRABLE_BATCH_STATUSES,
-    TERMINAL_BATCH_STATUSES,
-    BatchStatus,
-    WebhookEventType,
-)
+from app.core.statuses import EXPIRABLE_BATCH_STATUSES, TERMINAL_BATCH_STATUSES, BatchStatus
 from app.db.models import Batch
 from app.db.repositories.batches import BatchRepository, Claim
 from app.db.repositories.shards import ShardRepository
-from app.engine.protocol import adapter_bases
+from app.domains.batches.validation import BatchInputValidator
+from app.domains.webhooks.outbox import enqueue_batch_event
 from app.pipeline.prefix_order import PrefixOrder
 from app.pipeline.shards import cut_shards
-from app.pipeline.validation import ValidationResult, validate_input_file
-from app.services.limits.model_permissions import checker_for
-from app.services.limits.rate_limits import daily_limits
-from app.services.limits.token_limits import enqueue_tokens, enqueued_token_limit
-from app.services.webhooks.outbox import enqueue_batch_event
+from app.pipeline.validation import ValidationResult
 from app.worker.context import WorkerContext
 from app.worker.finalize import finalize
 from app.worker.leases import holding_lease
@@ -113,24 +103,19 @@ class BatchRun:
     async def _validated(self, batch: Batch) -> ValidationResult:
         """Validate the input; the batch moves on to in_progress (cut into shards) or failed."""
         settings = self.ctx.settings
-        limit = await enqueued_token_limit(self.ctx.db, settings, batch.project)
-        daily = await daily_limits(self.ctx.db, batch.project)
-        count_tokens = limit is not None or bool(daily)
-        anthropic = batch.api == BATCH_API_ANTHROPIC
-        order = PrefixOrder(self.ctx.data_dir) if wants_order(batch, anthropic) else None
+        kind = kind_of(batch.api)
+        order = PrefixOrder(self.ctx.data_dir) if wants_order(batch, kind) else None
+        validator = BatchInputValidator(self.ctx.db, settings, self.ctx.store, self.ctx.registry)
         try:
-            result = await validate_input_file(
-                self.ctx.store.read(batch.project, batch.input_file_id),
+            validated = await validator.validate(
+                batch.project,
+                batch.input_file_id,
                 batch.endpoint,
-                await checker_for(self.ctx.db, batch.project, self.ctx.registry),
-                max_lines=settings.max_message_batch_requests if anthropic else settings.max_batch_lines,
-                max_errors=settings.max_validation_errors,
-                shard_lines=settings.shard_lines,
-                count_tokens=count_tokens,
-                per_request=anthropic,
+                kind=kind,
                 order=order,
-                adapter_bases=adapter_bases(self.ctx.registry),
+                mixed_models=batch.allow_mixed_models,
             )
+            result = validated.result
             ordered_input, spans = None, result.shards.spans() if result.shards else []
             # A spool that failed (a full disk) costs the order, not the batch; lines that share
             # no prefix gain nothing from it (W8's chat lines: the copy was 3 % of the run).
@@ -149,30 +134,22 @@ class BatchRun:
         now = int(time.time())
         started = False
         async with self.ctx.db.write() as session:
-            if not result.errors and count_tokens:
-                over = await enqueue_tokens(
-                    session, batch.id, batch.project, result.tokens_by_model, limit, daily, result.total
-                )
-                result.errors = [over] if over else []
+            await validated.admit(session, batch.id)
             if result.errors:
                 failed = await BatchRepository(session).transition(
                     self.claim,
-                    (BatchStatus.VALIDATING,),
+                    (BatchStatus.VALIDATING,),  # only from here: a cancel that came meanwhile wins
                     status=BatchStatus.FAILED,
                     failed_at=now,
                     errors=result.errors,
                     model=result.model,
                 )
-                # A background response sends response.failed, no batch.* event; a flex request's
-                # caller gets its answer from the call, no webhook.
-                if failed and batch.api != BATCH_API_FLEX:
-                    event = WebhookEventType.BATCH_FAILED
-                    if batch.api == BATCH_API_RESPONSE:
-                        event = WebhookEventType.RESPONSE_FAILED
-                    await enqueue_batch_event(session, batch.id, batch.project, event)
+                # A background response sends response.failed; a flex request's caller gets its
+                # answer from the call, no webhook.
+                if failed and kind.failed_event is not None:
+                    await enqueue_batch_event(session, batch.id, batch.project, kind.failed_event)
             elif await BatchRepository(session).transition(
                 self.claim,
-                (BatchStatus.VALIDATING,),
                 status=BatchStatus.IN_PROGRESS,
                 in_progress_at=now,
                 total=result.total,

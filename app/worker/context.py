@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from app.core.config import Settings
 from app.db.engine import Database
+from app.domains.organization.auth import load_secret
 from app.engine.protocol import Engines
+from app.pipeline.cache_salt import project_salt, salt_key
 from app.pipeline.fair_gate import FairGate
 from app.storage.base import BlobStore
 from app.worker.schedule import Schedule
@@ -49,6 +52,15 @@ class WorkerContext:
         if not self.registry.endpoints_for(model):
             return 1  # a Message Batch none of whose lines names a served model: each fails alone
         return self.registry.suggested_concurrency(model)
+
+    @cached_property
+    def _salt_key(self) -> bytes:
+        secret = self.settings.cache_salt_secret
+        return salt_key(secret.encode() if secret else load_secret(self.settings))
+
+    def cache_salt(self, project: str) -> str:
+        """The `cache_salt` of the project's lines (app/pipeline/cache_salt.py)."""
+        return project_salt(self._salt_key, project)
 
     @property
     def owner(self) -> str:

@@ -9,7 +9,7 @@ the batch id, so a finalize retried after a crash overwrites its own blobs inste
 orphans; the files and the status land in one transaction.
 
 The chunks stay (until the batch is deleted or its results expire), with one more for the lines
-that never ran: the results endpoint (app/services/batches/results.py) reads them before and after
+that never ran: the results endpoint (app/domains/batches/results.py) reads them before and after
 the end alike, so a cursor taken while the batch ran goes on after it, and together they hold
 what the files do."""
 
@@ -22,38 +22,33 @@ from collections.abc import Iterable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
+from app.core.batch_kinds import WebhookFamily, kind_of
 from app.core.chunk_format import NEVER_RAN_SHARD, encode_line, new_blob_id, pack_line_nos
 from app.core.faults import fault_point
 from app.core.line_errors import LineErrorCode
 from app.core.metrics import SINGLE_REQUEST_SECONDS
 from app.core.purposes import OUTPUT_PURPOSE
-from app.core.statuses import (
-    BATCH_API_FLEX,
-    BATCH_API_RESPONSE,
-    EXPIRABLE_BATCH_STATUSES,
-    SINGLE_REQUEST_APIS,
-    BatchStatus,
-    WebhookEventType,
-)
+from app.core.statuses import BatchStatus, WebhookEventType
 from app.db.models import Batch, BatchShard, File
 from app.db.repositories.batches import BatchRepository, Claim
 from app.db.repositories.chunks import ChunkRepository
 from app.db.repositories.files import FileRepository
 from app.db.repositories.shards import ShardRepository
+from app.domains.responses.events import ending_event
+from app.domains.webhooks.outbox import enqueue_batch_event
 from app.pipeline.jsonl import split_lines
 from app.pipeline.lines import CANCELLED_MESSAGE, EXPIRED_MESSAGE, custom_id_of, dumps, error_line
 from app.schemas.common import MAX_EXPIRY_SECONDS
-from app.services.responses.events import ending_event
-from app.services.webhooks.outbox import enqueue_batch_event
 from app.storage.base import BlobWriter
 from app.worker.chunks import NO_LINES, FinishedLine, ShardLines, finished_shards
 from app.worker.context import WorkerContext
 
-# terminal status -> (statuses it may come from, code and message for lines that never ran)
-ENDINGS: dict[BatchStatus, tuple[tuple[BatchStatus, ...], str, str]] = {
-    BatchStatus.COMPLETED: ((BatchStatus.FINALIZING,), LineErrorCode.REQUEST_TIMEOUT, "The request did not finish."),
-    BatchStatus.CANCELLED: ((BatchStatus.CANCELLING,), LineErrorCode.BATCH_CANCELLED, CANCELLED_MESSAGE),
-    BatchStatus.EXPIRED: (EXPIRABLE_BATCH_STATUSES, LineErrorCode.BATCH_EXPIRED, EXPIRED_MESSAGE),
+# terminal status -> code and message for lines that never ran (the statuses it is reached from:
+# BATCH_MOVES in app/core/statuses.py)
+ENDINGS: dict[BatchStatus, tuple[str, str]] = {
+    BatchStatus.COMPLETED: (LineErrorCode.REQUEST_TIMEOUT, "The request did not finish."),
+    BatchStatus.CANCELLED: (LineErrorCode.BATCH_CANCELLED, CANCELLED_MESSAGE),
+    BatchStatus.EXPIRED: (LineErrorCode.BATCH_EXPIRED, EXPIRED_MESSAGE),
 }
 
 
@@ -161,9 +156,9 @@ async def _commit_file(ctx: WorkerContext, batch: Batch, writer: BlobWriter, kin
 async def finalize(ctx: WorkerContext, claim: Claim, batch: Batch, ending: BatchStatus) -> bool:
     """Write the files and move the batch to `ending`. False if its status moved on meanwhile
     (e.g. a cancel arrived during finalizing); the caller re-reads and decides again."""
-    from_statuses, code, message = ENDINGS[ending]
+    code, message = ENDINGS[ending]
     now = int(time.time())
-    files: list[File] = []
+    files: dict[str, File] = {}  # by kind: output, error
     unexecuted = 0
     never_ran: tuple[str, array] | None = None  # the chunk of the lines that never ran
     if batch.in_progress_at is not None:  # never validated: no lines ran, no files
@@ -172,21 +167,23 @@ async def finalize(ctx: WorkerContext, claim: Claim, batch: Batch, ending: Batch
         for writer, kind in ((assembled.output, "output"), (assembled.errors, "error")):
             file = await _commit_file(ctx, batch, writer, kind, now)
             if file is not None:
-                files.append(file)
+                files[kind] = file
         if unexecuted:
             await ctx.store.commit(assembled.never_ran, batch.project, assembled.never_ran_blob)
             never_ran = assembled.never_ran_blob, assembled.never_ran_ids
         else:
             await assembled.never_ran.discard()
     await fault_point("finalizing", ctx.data_dir)
-    by_kind = {f.filename.rsplit("_", 1)[1].removesuffix(".jsonl"): f.id for f in files}
-    event = WebhookEventType.of_ending(ending)
-    if batch.api == BATCH_API_RESPONSE:  # a background response sends response.*, no batch.* event
+    by_kind = {kind: file.id for kind, file in files.items()}
+    batch_kind = kind_of(batch.api)
+    event: WebhookEventType | None = None  # a flex request's caller has its answer: no webhook
+    if batch_kind.webhooks is WebhookFamily.BATCH:
+        event = WebhookEventType.of_ending(ending)
+    elif batch_kind.webhooks is WebhookFamily.RESPONSE:  # a background response's response.*, as its result says
         event = await ending_event(ctx.store, batch, ending, by_kind.get("output"), by_kind.get("error"))
     async with ctx.db.write() as session:
         moved = await BatchRepository(session).transition(
             claim,
-            from_statuses,
             status=ending,
             **{f"{ending}_at": now},
             output_file_id=by_kind.get("output"),
@@ -197,12 +194,12 @@ async def finalize(ctx: WorkerContext, claim: Claim, batch: Batch, ending: Batch
             ordered_input=None,  # the shards' copy is done with (deleted below)
         )
         if moved:
-            if batch.api != BATCH_API_FLEX:  # a flex request's caller has its answer: no webhook
+            if event is not None:
                 await enqueue_batch_event(session, batch.id, batch.project, event)
-            if batch.api in SINGLE_REQUEST_APIS:  # the short-deadline lane's latency, per lane
-                SINGLE_REQUEST_SECONDS.labels(batch.api, ending).observe(max(0, now - batch.created_at))
+            if batch_kind.lane is not None:  # the short-deadline lane's latency, per lane
+                SINGLE_REQUEST_SECONDS.labels(batch_kind.lane, ending).observe(max(0, now - batch.created_at))
             file_repo = FileRepository(session)
-            for file in files:
+            for file in files.values():
                 await file_repo.add(file)
             if never_ran is not None:  # after the batch row's update, as every chunk (ids in commit order)
                 blob_id, line_nos = never_ran

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Iterator
 from itertools import islice
 
+from app.core.batch_kinds import BatchKind
 from app.db.models import Batch
 from app.db.repositories.shards import ShardSpan
 from app.pipeline.prefix_order import PREFIX_ENDPOINTS, PrefixOrder
@@ -27,9 +28,11 @@ def ordered_input_id(batch_id: str) -> str:
     return f"{ORDERED_PREFIX}{batch_id}"
 
 
-def wants_order(batch: Batch, anthropic: bool) -> bool:
-    """Whether the batch's lines are worth ordering (a Message Batch's results keep input order)."""
-    return batch.endpoint in PREFIX_ENDPOINTS and not anthropic
+def wants_order(batch: Batch, kind: BatchKind) -> bool:
+    """Whether the batch's lines are worth ordering (a Message Batch's results keep input order,
+    as do those of a batch created with `output_order: "input"`: its shards stay ranges of the
+    input, so finalize, shard by shard in line order, streams its files in input order)."""
+    return batch.endpoint in PREFIX_ENDPOINTS and kind.ordered_copy and batch.output_order != "input"
 
 
 def _block(lines: Iterator[tuple[int, bytes]], cutter: ShardCutter, first_line: int, offset: int) -> tuple[bytes, int]:

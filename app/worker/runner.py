@@ -22,6 +22,7 @@ from app.scheduling.admission import ShardHere, Slots, shard_slots
 from app.scheduling.state import RunningShard
 from app.worker.batch_run import BatchRun
 from app.worker.context import WorkerContext
+from app.worker.dead_letter import FailureCounts, dead_letter
 from app.worker.shard_run import ShardRun, ShardStart, shard_start
 
 log = logging.getLogger("batchd.worker")
@@ -48,6 +49,7 @@ class Worker:
         # (model, project) -> when its last shard here ended: who has waited longest goes first
         self._waited_since: dict[tuple[str | None, str], float] = {}
         self._retry_at: dict[str, float] = {}
+        self._failures = FailureCounts()  # each batch's failures in a row: the dead letter
         self._finalizing: set[asyncio.Task] = set()  # _finalize_now claims (a reference keeps each alive)
         self._loop_task: asyncio.Task | None = None
         self._schedule_task: asyncio.Task | None = None
@@ -173,7 +175,7 @@ class Worker:
                 log.info("%s shard %d gives way to project %s", *self._describe(pick.replaces), candidate.project)
                 self._shards[pick.replaces][0].give_way()
             self._here[claim.shard_id] = ShardHere(
-                claim.shard_id, candidate.project, claim.batch_id, candidate.model, candidate.expires_at, time.time()
+                claim.shard_id, candidate.project, claim.batch_id, candidate.model, candidate.deadline, time.time()
             )
             running.append(RunningShard(candidate.project, candidate.model, self.ctx.owner, 1, claim.batch_id))
             assert start is not None
@@ -212,20 +214,46 @@ class Worker:
             except Exception:  # noqa: BLE001 - e.g. a busy database; try again shortly
                 log.warning("claiming work failed", exc_info=True)
                 self._batch_steps_due = True
-            with suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), IDLE_POLL_SECONDS)
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for, cancelled as its inner wait
+            # ended, once left this loop "cancelling" forever and a shutdown waiting on it (CI).
+            with suppress(TimeoutError):
+                async with asyncio.timeout(IDLE_POLL_SECONDS):
+                    await self._wake.wait()
             self._wake.clear()
 
+    async def _failed(self, batch_id: str, work: str, exc: Exception) -> None:
+        """Retry the batch's work after Settings.retry_backoff_seconds (e.g. the engine died, the
+        disk or the database failed), or end the batch once it failed max_step_failures times in
+        a row (app/worker/dead_letter.py)."""
+        settings = self.ctx.settings
+        failures = self._failures.failed(batch_id, work, exc)
+        if failures >= settings.max_step_failures:
+            log.error("work on batch %s failed (%d times in a row)", batch_id, failures, exc_info=exc)
+            try:
+                if await dead_letter(self.ctx, batch_id, failures, exc):
+                    self._failures.forget(batch_id)
+                    return
+            except Exception:  # noqa: BLE001 - e.g. the database failed too: retried below
+                log.warning("could not end batch %s as failed", batch_id, exc_info=True)
+        else:
+            log.exception(
+                "work on batch %s stopped with an error (%d of %d in a row); retrying in %.0f s",
+                batch_id,
+                failures,
+                settings.max_step_failures,
+                settings.retry_backoff_seconds,
+            )
+        self._retry_at[batch_id] = time.time() + settings.retry_backoff_seconds
+
     async def _run(self, run: BatchRun | ShardRun, batch_id: str) -> None:
+        work = "shard" if isinstance(run, ShardRun) else "batch"
         try:
             await run.run()
+            self._failures.forget(batch_id, work)
         except asyncio.CancelledError:
             raise
-        except Exception:
-            # Settings.retry_backoff_seconds: e.g. the engine died, the disk or the database failed.
-            backoff = self.ctx.settings.retry_backoff_seconds
-            log.exception("work on batch %s stopped with an error; retrying in %.0f s", batch_id, backoff)
-            self._retry_at[batch_id] = time.time() + backoff
+        except Exception as exc:
+            await self._failed(batch_id, work, exc)
         finally:
             if isinstance(run, ShardRun):
                 self._shards.pop(run.claim.shard_id, None)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from app.core import metrics
 from app.db.engine import Database
 from app.db.repositories.queue import QueueRepository
+from app.domains.organization.projects import list_projects
 from app.scheduling.admission import Pick, ShardHere, Slots, next_pick
 from app.scheduling.fair_share import (
     ProjectOutlook,
@@ -27,7 +28,6 @@ from app.scheduling.fair_share import (
     small_batch_ids,
 )
 from app.scheduling.state import Claimable, RunningShard
-from app.services.organization.projects import list_projects
 
 log = logging.getLogger("batchd.schedule")
 
@@ -128,7 +128,7 @@ class Schedule:
                         batch.id,
                         batch.project,
                         (entry.finish_at or now) - now,
-                        batch.expires_at - now,  # the deadline it is scheduled to (due_at when set)
+                        batch.deadline - now,
                     )
         for batch_id in self._at_risk - at_risk:
             log.info("batch %s no longer at risk", batch_id)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import AsyncIterator
 from contextlib import suppress
@@ -13,19 +14,21 @@ from contextlib import suppress
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core import tracing
+from app.core.batch_kinds import kind_of
 from app.core.endpoints import usage_kind
-from app.core.statuses import BATCH_API_ANTHROPIC, BatchStatus, ShardStatus
+from app.core.statuses import BatchStatus, ShardStatus
 from app.db.models import Batch
 from app.db.repositories.batches import BatchRepository
 from app.db.repositories.shards import ShardClaim, ShardRepository
 from app.db.repositories.usage import UsageKey
+from app.domains.limits.model_permissions import runner_for
 from app.engine.protocol import LineRunner
+from app.pipeline.cache_salt import SaltedRunner
 from app.pipeline.executor import LineExecutor
 from app.pipeline.fair_gate import Ticket
 from app.pipeline.jsonl import split_lines
 from app.pipeline.lines import InputLine, parse_input_line
 from app.pipeline.ordering import GROUPED_ENDPOINTS, grouped_by_prefix
-from app.services.limits.model_permissions import runner_for
 from app.worker.checkpoint import Checkpoint
 from app.worker.context import WorkerContext
 from app.worker.leases import holding_lease
@@ -123,10 +126,15 @@ class ShardRun:
         assert model is not None, "validation names a running batch's model"
         usage = UsageKey(batch.project, model, batch.id, usage_kind(batch.endpoint), batch.api_key_id)
         checkpoint = Checkpoint(self.ctx.db, self.ctx.store, batch.project, self.claim, usage, set(done))
-        ticket = Ticket(batch.project, batch.id, float(batch.deadline))
-        # A Message Batch's requests are checked as they run (an OpenAI batch's lines were at validation).
-        engine: LineRunner = self.ctx.registry
-        if batch.api == BATCH_API_ANTHROPIC:
+        kind = kind_of(batch.api)
+        # A flex request's line fails (its call answers 429) if no engine can start it within its wait.
+        start_by = batch.created_at + self.ctx.settings.flex_wait_seconds if kind.waits_for_start else math.inf
+        ticket = Ticket(batch.project, batch.id, float(batch.deadline), kind.lane is not None, start_by)
+        # Every line with its project's cache_salt: no project shares another's cached prefixes.
+        engine: LineRunner = SaltedRunner(self.ctx.registry, self.ctx.cache_salt(batch.project))
+        # A Message Batch's requests are checked as they run (an OpenAI batch's lines were at
+        # validation, but for a mixed-model batch's lines naming a model the project cannot use).
+        if kind.lines_checked_as_they_run or batch.allow_mixed_models:
             engine = await runner_for(self.ctx.db, batch.project, engine)
         executor = LineExecutor(
             engine,
@@ -184,19 +192,22 @@ class ShardRun:
         it does. A Message Batch never has a copy; a batch of one shard is too small for one."""
         if batch.ordered_input is not None or batch.endpoint not in GROUPED_ENDPOINTS:
             return False
-        return batch.api == BATCH_API_ANTHROPIC or batch.total <= self.ctx.settings.shard_lines
+        return kind_of(batch.api).regroups_shards or batch.total <= self.ctx.settings.shard_lines
 
     async def _monitor(self, batch: Batch, checkpoint: Checkpoint, stop: asyncio.Event) -> None:
-        """Flush finished lines and stop the run when the batch is cancelled or expires."""
+        """Flush finished lines and stop the run when the batch is cancelled or expires; give the
+        shard back when the batch is paused (no replica claims it again until it is resumed)."""
         while not stop.is_set():
             with suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._check_now.wait(), POLL_SECONDS)
             self._check_now.clear()
             await checkpoint.flush()
             async with self.ctx.db.read() as session:
-                status = await BatchRepository(session).status(batch.id)
+                status, paused = await BatchRepository(session).run_state(batch.id)
             if status != BatchStatus.IN_PROGRESS or time.time() >= batch.expires_at:
                 stop.set()
+            elif paused:  # start no more lines; those in flight finish and the shard goes back
+                self._give_way.set()
 
 
 async def shard_start(session: AsyncSession, claim: ShardClaim) -> ShardStart:

@@ -12,8 +12,8 @@ from app.background.model_publisher import publish_models_forever
 from app.db.engine import Database
 from app.db.migrate import upgrade
 from app.db.repositories.served_models import ServedModelRepository
-from app.services import models
-from app.services.models import published_entries
+from app.domains.models import service as models
+from app.domains.models.service import published_entries
 
 
 def _entry(model: str, state: str, in_flight: int, created: int = 100) -> dict:

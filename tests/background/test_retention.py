@@ -16,8 +16,8 @@ from app.core.chunk_format import pack_line_nos
 from app.db.models import Batch, File
 from app.db.repositories.chunks import ChunkRepository
 from app.db.repositories.files import FileRepository
-from app.db.repositories.quotas import QuotaRepository
-from app.services.files.files import commit_new_file
+from app.domains.files.service import commit_new_file
+from app.domains.limits.quotas_repository import QuotaRepository
 from tests.support.app_server import AppServer
 
 ADMIN = "admin-retention"

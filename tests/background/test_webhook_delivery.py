@@ -1,4 +1,4 @@
-"""Delivery of batch events (app/background/webhook_sender.py) by an app without models, where every batch fails validation and
+"""Delivery of batch events (app/domains/webhooks/sender.py) by an app without models, where every batch fails validation and
 so ends with `batch.failed`: signatures the official client verifies, retries with one
 webhook-id, disabling a failing endpoint (delivery after a kill -9: tests/e2e/test_webhook_after_kill.py)."""
 

@@ -10,7 +10,12 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support import head_start
+
+# The bench harness on real engines, a head start (tests/conftest.py: VLLM_FIXTURES).
+pytestmark = pytest.mark.vllm
 
 ROOT = Path(__file__).parents[2]
 

@@ -99,3 +99,29 @@ def test_with_rounds_each_goal_is_judged_on_the_median_of_its_rounds():
     assert share_row.endswith("| 8.0% | +-10% | pass |") and "+5.0% over 20.0 s | -12.0% over 20.0 s" in share_row
     ratio_row = next(line for line in lines if line.startswith("| deadline | 1h behind 24h, time ratio |"))
     assert ratio_row.endswith("| 0.61 | <= 0.6 | **FAIL** |")
+
+
+def test_the_two_models_scenario_is_measured_per_model_and_rendered_with_its_median():
+    from bench.workloads.w6.two_models import ON_SECOND, PROJECTS, WEIGHTS, two_models_plan
+
+    plan = two_models_plan()
+    assert [b.project for b in plan] == [*PROJECTS, *ON_SECOND]  # the order they are created in
+    created = {b: 0.0 for b in plan}
+    logs = {
+        MODEL: _log({p: WEIGHTS[p] for p in PROJECTS}, range(100)),
+        SECOND_MODEL: _log(dict.fromkeys(ON_SECOND, 2), range(100)),
+    }
+    models = {m: model_shares(log, plan, m, created, created, WEIGHTS, slots=40) for m, log in logs.items()}
+    checks = [share_check(f"{m}: ", r["projects"], 0.1, r["common_window_s"]) for m, r in models.items()]
+    assert all(c["pass"] for c in checks)
+    result = {
+        "replicas": 1,
+        "fleet_per_model": "2 URLs x 8 slots x 50 ms = 320 lines/s",
+        "created_s": {b.tag: 0.0 for b in plan},
+        "not_completed": [],
+        "models": models,
+        "checks": checks,
+        "wall_seconds": 50.0,
+    }
+    text = render({"seconds": 100.0, "rounds": [{"two-models": result}] * 3})
+    assert "## `two-models`" in text and "| two-models | fleet-model-2: worst share against weight share |" in text

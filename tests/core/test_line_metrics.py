@@ -24,15 +24,16 @@ def test_lines_fold_into_the_metrics_at_scrape():
     assert _sample("batchd_lines_waiting", model=MODEL) == 1
     assert _sample("batchd_lines_in_flight", model=MODEL) == 2
 
-    metrics.line_ended(MODEL, URL, first - 0.3)
+    # 1.5 s ago: between the 1 s and 2.5 s bounds with a second of room for a stalled host.
+    metrics.line_ended(MODEL, URL, first - 1.5)
     metrics.record_line(MODEL, URL, True, Usage(input_tokens=5, output_tokens=7))
     latency = {"model": MODEL, "endpoint": URL}
     assert _sample("batchd_lines_in_flight", model=MODEL) == 1
-    assert _sample("batchd_line_latency_seconds_bucket", le="0.25", **latency) == 0
-    assert _sample("batchd_line_latency_seconds_bucket", le="0.5", **latency) == 1
+    assert _sample("batchd_line_latency_seconds_bucket", le="1.0", **latency) == 0
+    assert _sample("batchd_line_latency_seconds_bucket", le="2.5", **latency) == 1
     assert _sample("batchd_line_latency_seconds_bucket", le="+Inf", **latency) == 1
     assert _sample("batchd_line_latency_seconds_count", **latency) == 1
-    assert 0.3 <= (_sample("batchd_line_latency_seconds_sum", **latency) or 0) < 0.5
+    assert 1.5 <= (_sample("batchd_line_latency_seconds_sum", **latency) or 0) < 2.5
 
     metrics.line_ended(MODEL, "/chat/completions", second - 1000)  # Azure-style URL, past every bound
     metrics.record_line(MODEL, URL, False, Usage())

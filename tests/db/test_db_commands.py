@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
+import pytest
 from alembic.script import ScriptDirectory
 from sqlalchemy import text
 
@@ -80,3 +81,44 @@ def test_check_says_in_one_line_when_the_database_cannot_be_read(tmp_path):
         assert down.returncode == 1 and down.stdout == "", down
         assert down.stderr.startswith(f"batchd db {command}: error: cannot read the database's revision: ")
         assert len(down.stderr.splitlines()) == 1
+
+
+def _revision(tmp_path, url: str | None) -> str:
+    return _batchd(tmp_path, url, "current").stdout
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"], indirect=True)
+def test_admin_commands_refuse_a_database_not_at_head_and_leave_its_revision(tmp_path, database_factory):
+    """Only `serve` and `db upgrade` migrate: `keys` and `projects` run by another release than
+    the database's refuse in one line on stderr, naming what to do, and move nothing."""
+    url = database_factory()
+    sqlite_url = f"sqlite+aiosqlite:///{tmp_path / 'batchd.db'}"
+
+    def refused(*command: str) -> str:
+        done = batchd(tmp_path, url, *command, check=False)
+        assert done.returncode == 1 and done.stdout == "", done
+        assert len(done.stderr.splitlines()) == 1, done.stderr
+        return done.stderr
+
+    # An empty database stays empty (no SQLite file made).
+    for command in (("keys", "list"), ("keys", "create", "--admin"), ("projects", "list")):
+        assert "run `batchd db upgrade`" in refused(*command)
+    assert not (tmp_path / "batchd.db").exists()
+
+    assert _batchd(tmp_path, url, "upgrade").returncode == 0
+    assert _batchd(tmp_path, url, "downgrade", "-1").returncode == 0
+    behind = _revision(tmp_path, url)
+    assert "(behind head" in behind
+    for command in (("keys", "list"), ("projects", "set", "team-a", "--weight", "2")):
+        line = refused(*command)
+        assert "behind this batchd's head" in line and "run `batchd db upgrade`" in line, line
+    assert _revision(tmp_path, url) == behind
+
+    _set_revision(url or sqlite_url, "9999_future")
+    line = refused("keys", "list")
+    assert "the database is newer than this batchd" in line and "9999_future" in line, line
+    assert _revision(tmp_path, url).startswith("9999_future (unknown to this batchd")
+
+    _set_revision(url or sqlite_url, behind.split()[0])
+    assert _batchd(tmp_path, url, "upgrade").returncode == 0
+    assert batchd(tmp_path, url, "keys", "list").stdout == ""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -78,11 +79,19 @@ def pod(objects: dict[str, dict]) -> dict[str, Any]:
 
 
 def test_every_overlay_renders_validates_and_passes_the_checks():
-    assert OVERLAYS == ["gpu-engine", "upstream-fleet"]
-    assert COMPONENTS == ["ingress", "servicemonitor"]
+    assert OVERLAYS == ["gpu-engine", "gpu-nodes", "upstream-fleet"]
+    assert COMPONENTS == [
+        "grafana-dashboard",
+        "httproute",
+        "ingress",
+        "keda",
+        "networkpolicy",
+        "prometheusrule",
+        "servicemonitor",
+    ]
     result = lint(KUBERNETES / "overlays")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "kubernetes: 4 renders of overlays (with and without components) and 2 inner ones" in result.stdout
+    assert "kubernetes: 6 renders of overlays (with and without components) and 2 inner ones" in result.stdout
 
 
 def test_a_broken_overlay_fails_the_lint(tmp_path):
@@ -114,7 +123,7 @@ def test_every_rendered_overlay_is_one_an_operator_would_apply(overlay, tmp_path
         assert container["livenessProbe"]["httpGet"]["path"] == "/health/live"
         assert container["readinessProbe"]["httpGet"]["path"] == "/health"
         startup = container["startupProbe"]
-        if overlay == "gpu-engine":
+        if overlay.startswith("gpu-"):
             assert startup["httpGet"]["path"] == "/health"
             assert startup["periodSeconds"] * startup["failureThreshold"] == 1800
         else:  # no engine: up once the process answers, whether the fleet is up or not
@@ -156,7 +165,7 @@ def test_the_gpu_overlay_rolls_without_a_spare_gpu_and_reads_its_models_volume()
     deployment = objects["Deployment/batchd"]
     assert deployment["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}
     spec = pod(objects)
-    assert server(objects)["resources"]["limits"] == {"nvidia.com/gpu": 1}
+    assert server(objects)["resources"]["limits"] == {"nvidia.com/gpu": 1, "memory": "48Gi"}
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
     assert spec["nodeSelector"]
     (models,) = [v for v in spec["volumes"] if v["name"] == "models"]
@@ -217,6 +226,14 @@ def _pop_env(name: str) -> Callable[[dict], None]:
     return mutate
 
 
+def _unset_setting(name: str) -> Callable[[dict], None]:
+    def mutate(objects: dict) -> None:
+        (settings,) = [o for key, o in objects.items() if key.startswith("ConfigMap/batchd-settings-")]
+        settings["data"].pop(name)
+
+    return mutate
+
+
 def _add_migrate_job(objects: dict) -> None:
     """The fixed-name Job with a TTL the manifests had: the next apply collides with it."""
     template = copy.deepcopy(objects["Deployment/batchd"]["spec"]["template"])
@@ -265,6 +282,7 @@ LOST: dict[str, tuple[Callable[[dict], None], str]] = {
         _annotate("Ingress/batchd", "nginx.ingress.kubernetes.io/proxy-read-timeout", "60"),
         "proxy-read-timeout",
     ),
+    "proxy untrusted": (_unset_setting("BATCHD_FORWARDED_ALLOW_IPS"), "BATCHD_FORWARDED_ALLOW_IPS is not set"),
 }
 
 
@@ -289,6 +307,13 @@ def test_the_service_monitor_scrapes_the_service_and_the_checker_sees_it_miss(gp
     assert endpoint["authorization"]["credentials"] == {"name": "batchd", "key": "metrics-token"}
     endpoint["port"] = "metrics"
     assert checker.problems(objects) == ["ServiceMonitor/batchd: endpoint port metrics is not a port of the Service"]
+
+
+def test_behind_the_ingress_batchd_trusts_the_forwarded_client_address(gpu_with_components):
+    (settings,) = [o for key, o in gpu_with_components.items() if key.startswith("ConfigMap/batchd-settings-")]
+    trusted = Settings(forwarded_allow_ips=settings["data"]["BATCHD_FORWARDED_ALLOW_IPS"])
+    assert {"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"} <= set(trusted.parsed_forwarded_allow_ips() or [])
+    assert "*" not in settings["data"]["BATCHD_FORWARDED_ALLOW_IPS"]  # a pod outside the ranges is no proxy
 
 
 def test_the_ingress_lets_batchds_largest_upload_through(gpu_with_components):
@@ -348,3 +373,98 @@ def test_every_path_the_manifests_probe_or_scrape_is_a_get_route_of_batchd(overl
     assert {"/health", "/health/live", "/metrics"} <= paths
     routes = {route.path for route in create_app(Settings()).routes if "GET" in getattr(route, "methods", ())}
     assert paths <= routes, paths - routes
+
+
+def test_the_new_components_wire_to_batchd_and_the_checker_sees_each_break(gpu_with_components):
+    """HTTPRoute, NetworkPolicy and PrometheusRule (#56) pass as rendered; each break is named."""
+    assert checker.problems(gpu_with_components) == []
+    breaks: dict[str, tuple[Callable[[dict], None], str]] = {
+        "route port": (
+            lambda o: o["HTTPRoute/batchd"]["spec"]["rules"][0]["backendRefs"][0].update(port=9000),
+            "HTTPRoute/batchd: backend batchd:9000 is not a port of a Service here",
+        ),
+        "route timeout": (
+            lambda o: o["HTTPRoute/batchd"]["spec"]["rules"][0]["timeouts"].update(request="30s"),
+            "HTTPRoute/batchd: its request timeout is under 600 s",
+        ),
+        "policy egress": (
+            lambda o: o["NetworkPolicy/batchd"]["spec"]["egress"].pop(1),
+            "NetworkPolicy/batchd: no egress to Postgres (port 5432)",
+        ),
+        "alert metric": (
+            lambda o: o["PrometheusRule/batchd"]["spec"]["groups"][0]["rules"][1].update(expr="batchd_at_risk > 0"),
+            "PrometheusRule/batchd: alert BatchdBatchesAtRisk reads batchd_at_risk, which batchd does not export",
+        ),
+        "memory limit": (
+            lambda o: o["Deployment/batchd"]["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"].pop(
+                "memory"
+            ),
+            "Deployment/batchd: container batchd has no memory limit",
+        ),
+        "data size": (
+            lambda o: next(
+                v for v in o["Deployment/batchd"]["spec"]["template"]["spec"]["volumes"] if v["name"] == "data"
+            ).update(emptyDir={}),
+            "Deployment/batchd: emptyDir data has no sizeLimit",
+        ),
+    }
+    for name, (mutate, expected) in breaks.items():
+        objects = copy.deepcopy(gpu_with_components)
+        mutate(objects)
+        found = checker.problems(objects)
+        assert [p for p in found if p.startswith(expected)], (name, found)
+    exported = {"batchd_engine_up", "batchd_batches_at_risk", "batchd_http_requests_total"}
+    exprs = " ".join(r["expr"] for r in gpu_with_components["PrometheusRule/batchd"]["spec"]["groups"][0]["rules"])
+    assert all(metric in exprs for metric in exported)
+
+
+def test_keda_and_the_grafana_dashboard_wire_to_batchd_and_the_checker_sees_each_break(gpu_with_components):
+    """The KEDA ScaledObject scales the server on its backlog, never to zero; the dashboard
+    ConfigMap carries the sidecar's label and reads only batchd's metrics."""
+    scaled = gpu_with_components["ScaledObject/batchd"]["spec"]
+    assert scaled["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "batchd"}
+    assert "batchd_lines_waiting" in scaled["triggers"][0]["metadata"]["query"]
+    dashboard = gpu_with_components["ConfigMap/batchd-grafana-dashboard"]
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    panels = json.loads(dashboard["data"]["batchd.json"])["panels"]
+    exprs = " ".join(t["expr"] for p in panels for t in p.get("targets", []))
+    for metric in ("batchd_batches_at_risk", "batchd_engine_restarts_total", "batchd_engine_loads_total"):
+        assert metric in exprs
+    assert "batchd_single_request_seconds_bucket" in exprs
+    breaks: dict[str, tuple[Callable[[dict], None], str]] = {
+        "to zero": (
+            lambda o: o["ScaledObject/batchd"]["spec"].update(minReplicaCount=0),
+            "ScaledObject/batchd: minReplicaCount below 1",
+        ),
+        "target": (
+            lambda o: o["ScaledObject/batchd"]["spec"]["scaleTargetRef"].update(name="batch"),
+            "ScaledObject/batchd: scales Deployment/batch, not a Deployment here",
+        ),
+        "trigger metric": (
+            lambda o: o["ScaledObject/batchd"]["spec"]["triggers"][0]["metadata"].update(query="sum(batchd_queue)"),
+            "ScaledObject/batchd: trigger reads batchd_queue, which batchd does not export",
+        ),
+        "panel metric": (
+            lambda o: o["ConfigMap/batchd-grafana-dashboard"]["data"].update(
+                {"batchd.json": json.dumps({"panels": [{"title": "x", "targets": [{"expr": "batchd_gone"}]}]})}
+            ),
+            "ConfigMap/batchd-grafana-dashboard: batchd.json: panel 'x' reads batchd_gone",
+        ),
+    }
+    for name, (mutate, expected) in breaks.items():
+        objects = copy.deepcopy(gpu_with_components)
+        mutate(objects)
+        found = checker.problems(objects)
+        assert [p for p in found if p.startswith(expected)], (name, found)
+
+
+def test_the_gpu_nodes_example_patches_count_node_and_classes():
+    """The documented GPU patches (count, node label, runtime and priority class) apply over the
+    GPU overlay and leave its rollout and toleration."""
+    objects = render(KUBERNETES / "overlays" / "gpu-nodes")
+    spec, container = pod(objects), server(objects)
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == 2
+    assert spec["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
+    assert spec["runtimeClassName"] == "nvidia" and spec["priorityClassName"] == "batchd-gpu"
+    assert objects["Deployment/batchd"]["spec"]["strategy"]["rollingUpdate"]["maxSurge"] == 0
+    assert any(t["key"] == "nvidia.com/gpu" for t in spec["tolerations"])

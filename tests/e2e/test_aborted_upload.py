@@ -1,14 +1,19 @@
 """An upload whose connection drops mid-stream leaves nothing behind: a real socket closed under
-a real `batchd serve` (moved from tests/api/test_upload_safety.py, whose other tests run in process)."""
+a real `batchd serve` (moved from tests/domains/files/test_upload_safety.py, whose other tests run in process)."""
 
 from __future__ import annotations
 
 import socket
 
+import pytest
+
 from app.storage.s3 import PART_BYTES
 from harness.poll import wait_until
 from tests.support import db
 from tests.support.uploads import upload_head
+
+# Real `batchd serve` processes, without models: not in make test-fast (tests/conftest.py).
+pytestmark = pytest.mark.engine
 
 MB = 1024 * 1024
 

@@ -9,7 +9,7 @@ import openai
 import psutil
 import pytest
 
-from app.services.models import PUBLISH_SECONDS
+from app.domains.models.service import PUBLISH_SECONDS
 from harness.client import openai_client
 from harness.poll import wait_until
 from harness.server import ServerProcess

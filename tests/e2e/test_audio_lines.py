@@ -30,6 +30,9 @@ from tests.support import head_start
 from tests.support.batches import create, jsonl, results_by_custom_id, wait_for
 from tests.support.engines import EAGER_FLAG
 
+# A `vllm serve` of whisper, a head start (tests/conftest.py: VLLM_FIXTURES).
+pytestmark = pytest.mark.vllm
+
 TRANSCRIPTIONS, TRANSLATIONS = "/v1/audio/transcriptions", "/v1/audio/translations"
 UPSTREAM = "whisper-upstream"
 # The server's and run-batch's BATCHD_AUDIO_MAX_BYTES: the 1 s tone fits, the 4 s one does not.

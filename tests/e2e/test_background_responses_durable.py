@@ -25,6 +25,9 @@ from tests.conftest import API_KEYS_ENV
 from tests.support.batches import CHAT_MODEL, cancel_in_cleanup, chat_line, create, read_lines, wait_for
 from tests.support.engines import eager_config
 
+# Its own servers run the built-in models (tests/conftest.py: VLLM_FIXTURES).
+pytestmark = pytest.mark.vllm
+
 MAX_OUTPUT_TOKENS = 8
 RESPONSES = 30
 BIG_BATCH_LINES = 6000

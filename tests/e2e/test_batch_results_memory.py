@@ -9,6 +9,7 @@ import asyncio
 import time
 
 import httpx
+import pytest
 
 from app.core.chunk_format import encode_line, pack_line_nos
 from app.db.engine import Database
@@ -19,6 +20,9 @@ from harness.db import database_url, execute
 from harness.rss import TreeRss
 from harness.server import ServerProcess
 from tests.support.batches import TERMINAL, chat_line, create, wait_for
+
+# Real `batchd serve` processes, without models: not in make test-fast (tests/conftest.py).
+pytestmark = pytest.mark.engine
 
 LINES = 1_000_000
 CHUNK_LINES = 1000

@@ -19,6 +19,9 @@ from tests.conftest import API_KEYS_ENV
 from tests.support.batches import CHAT_MODEL, chat_line, create, results_by_custom_id, wait_for
 from tests.support.upstreams import paced_fleet
 
+# Servers in front of fake upstream fleets, no vLLM: not in make test-fast (tests/conftest.py).
+pytestmark = pytest.mark.engine
+
 LINES = 1000
 COMPLETION_TOKENS = 2  # the fake upstream's usage for every line
 

@@ -1,6 +1,6 @@
 """The real engine's schema check at validation: a chat body vLLM's request model refuses is the
 line's `invalid_request`, with the field as its param (the rest of validation runs on the fake
-engine: tests/api/test_batch_validation.py)."""
+engine: tests/domains/batches/test_batch_validation.py)."""
 
 from __future__ import annotations
 

@@ -31,7 +31,8 @@ from tests.support.metrics import scrape, value
 
 # SQLite only: the test loads engines six times (minutes a backend); the swap's durability
 # rests on the same lines and leases as every backend's crash tests.
-pytestmark = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+# Its own servers run the built-in models (tests/conftest.py: VLLM_FIXTURES).
+pytestmark = [pytest.mark.vllm, pytest.mark.parametrize("backend", ["sqlite"], indirect=True)]
 
 EMBED_LINES, CHAT_LINES = 3000, 100
 CORE = "VLLM::EngineCore"

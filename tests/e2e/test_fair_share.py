@@ -18,6 +18,9 @@ from harness.poll import wait_for_batch, wait_until
 from harness.tenancy import TenancyCluster, busy_fraction, in_flight, shares, span
 from tests.support.batches import SLOW_HOST_SECONDS, read_lines
 
+# Servers in front of fake upstream fleets, no vLLM: not in make test-fast (tests/conftest.py).
+pytestmark = pytest.mark.engine
+
 PROJECTS = ("team-a", "team-b", "team-c", "team-d", "team-e")
 SHORT_WINDOW = "20s"
 

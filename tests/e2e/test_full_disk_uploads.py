@@ -16,6 +16,9 @@ from tests.conftest import API_KEYS_ENV
 from tests.support import db
 from tests.support.faults import fill, tmpfs
 
+# Real `batchd serve` processes, without models: not in make test-fast (tests/conftest.py).
+pytestmark = pytest.mark.engine
+
 MB = 1024 * 1024
 
 

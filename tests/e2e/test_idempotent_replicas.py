@@ -1,14 +1,19 @@
 """Concurrent duplicates with one `Idempotency-Key` sent to two real `batchd serve` replicas over
 one database: one request does the work, every other returns its object (the rules:
-app/services/idempotency.py; the API behaviour is tested in process, tests/api/test_idempotency.py)."""
+app/http/idempotency_store.py; the API behaviour is tested in process, tests/http/test_idempotency.py)."""
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from harness.client import openai_client
 from harness.server import ServerProcess
 from tests.support.batches import chat_line, jsonl
+
+# Real `batchd serve` processes, without models: not in make test-fast (tests/conftest.py).
+pytestmark = pytest.mark.engine
 
 SENDERS = 8
 

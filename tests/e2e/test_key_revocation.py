@@ -1,6 +1,6 @@
 """`batchd keys list` and `revoke` take effect on every replica within a second, and keys never
 reach the logs: two real `batchd serve` processes over one database (their logs are the point;
-moved from tests/api/test_api_keys.py, whose other tests run in process)."""
+moved from tests/domains/organization/test_api_keys.py, whose other tests run in process)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,14 @@ import time
 import openai
 import pytest
 
-from app.services.organization.auth import KEY_COUNT_TTL_SECONDS
+from app.domains.organization.auth import KEY_COUNT_TTL_SECONDS
 from harness.client import openai_client
 from harness.poll import wait_until
 from harness.server import BATCHD, ServerProcess
 from tests.support.keys import create_key, rejected
+
+# Real `batchd serve` processes, without models: not in make test-fast (tests/conftest.py).
+pytestmark = pytest.mark.engine
 
 
 def _keys(server, *args: str, check: bool = True) -> subprocess.CompletedProcess:

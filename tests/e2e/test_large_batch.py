@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from harness.client import openai_client
 from harness.fake_fleet import FakeFleet, upstream_config
 from harness.poll import wait_for_batch
 from harness.rss import TreeRss
 from harness.server import ServerProcess
+
+# Servers in front of fake upstream fleets, no vLLM: not in make test-fast (tests/conftest.py).
+pytestmark = pytest.mark.engine
 
 LINES = 100_000
 MB = 1 << 20

@@ -20,6 +20,9 @@ from harness.poll import wait_for_batch, wait_until
 from harness.tenancy import MODEL, TenancyCluster, project_of, shares, span
 from tests.support.batches import SLOW_HOST_SECONDS
 
+# Servers in front of fake upstream fleets, no vLLM: not in make test-fast (tests/conftest.py).
+pytestmark = pytest.mark.engine
+
 SECOND = "fleet-model-2"
 TEAMS = [f"team{n:02}" for n in range(20)]
 LATE = "team-late"

@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from harness.client import openai_client
 from harness.poll import wait_until
 from harness.server import ServerProcess
 from tests.support import db
+
+# Real `batchd serve` processes, without models: not in make test-fast (tests/conftest.py).
+pytestmark = pytest.mark.engine
 
 # Seconds between the old orphan and the other blobs: the server must start and run its pass
 # within this less a second (S3 keeps whole seconds), or the younger blobs count as old too.

@@ -21,6 +21,9 @@ from tests.support.batches import CHAT_MODEL, chat_line, create, results_by_cust
 from tests.support.faults import PrivatePostgres, fill, tmpfs
 from tests.support.upstreams import paced_fleet
 
+# Servers in front of fake upstream fleets, no vLLM: not in make test-fast (tests/conftest.py).
+pytestmark = pytest.mark.engine
+
 HEADERS = {"Authorization": "Bearer key-a"}
 
 

@@ -15,6 +15,9 @@ from harness.server import ServerProcess
 from tests.support import db
 from tests.support.s3 import S3Location
 
+# Real `batchd serve` processes, without models: not in make test-fast (tests/conftest.py).
+pytestmark = pytest.mark.engine
+
 MB = 1024 * 1024
 
 

@@ -24,6 +24,9 @@ from tests.conftest import API_KEYS_ENV
 from tests.support import db
 from tests.support.batches import chat_lines, create, results_by_custom_id, wait_for
 
+# Servers in front of fake upstream fleets, no vLLM: not in make test-fast (tests/conftest.py).
+pytestmark = pytest.mark.engine
+
 SECRET = "usage-test-secret"
 TOKEN_LIMIT = 500  # the server-wide default in this cluster
 TEXT_100_TOKENS = "x" * 400

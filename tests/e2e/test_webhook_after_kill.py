@@ -3,11 +3,16 @@ two real `batchd serve` processes, the first killed (moved from tests/webhooks/t
 
 from __future__ import annotations
 
+import pytest
+
 from harness.poll import wait_until
 from harness.server import ServerProcess
 from tests.conftest import API_KEYS_ENV, WEBHOOK_TEST_ENV
 from tests.support.webhook_receiver import WebhookReceiver
 from tests.support.webhooks import failed_batch, project_client, remove_endpoints, settled_deliveries
+
+# Real `batchd serve` processes, without models: not in make test-fast (tests/conftest.py).
+pytestmark = pytest.mark.engine
 
 
 def test_kill_between_terminal_status_and_delivery_still_delivers(tmp_path, database_factory):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from app.domains.limits.model_permissions import ModelRule, PermittedModels
 from app.engine.boot import NoModels
 from app.engine.line_checks import common_line_problem, common_lines_pass
 from app.engine.results import LineProblem
-from app.services.limits.model_permissions import ModelRule, PermittedModels
 
 EMBED, AUDIO = "/v1/embeddings", "/v1/audio/transcriptions"
 SERVED = {"m": frozenset({EMBED, AUDIO})}

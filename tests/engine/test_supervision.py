@@ -1,6 +1,7 @@
 """Engine supervision with fake engines (no vLLM): a dead engine is restarted with backoff and
-its lines run again on the new one; after too many deaths within the window it is given up, its
-lines fail with `engine_unavailable` (an error line, not a response) and `/health` says why."""
+its lines run again on the new one; after too many deaths within the window the restarts back
+off (`/health` says until when) but never stop. (A line that keeps killing its engine:
+tests/engine/test_poison_lines.py.)"""
 
 from __future__ import annotations
 
@@ -9,12 +10,11 @@ import itertools
 from contextlib import asynccontextmanager
 
 import httpx
-import pytest
 
 from app.core import metrics
 from app.core.config import Settings
 from app.engine.boot import NoModels
-from app.engine.errors import EngineDeadError, EngineUnavailableError
+from app.engine.errors import EngineDeadError
 from app.engine.results import LineResult
 from app.engine.supervision import EngineSupervisor, RestartPolicy, Supervision
 from app.http import app as http_app
@@ -77,7 +77,7 @@ class FakeEngines(NoModels):
     def engine_problems(self) -> dict[str, str]:
         return {MODEL: self.supervisor.problem} if self.supervisor.problem else {}
 
-    async def execute(self, endpoint, body, request_id, priority=0) -> LineResult:
+    async def execute(self, endpoint, body, request_id, priority=0, urgency=None) -> LineResult:
         return await self.supervisor.run(lambda engine: engine.run(body["line"]))
 
 
@@ -167,38 +167,53 @@ async def _server(tmp_path, monkeypatch, engines):
             yield client
 
 
-def test_after_too_many_deaths_it_gives_up_lines_fail_with_a_code_and_health_says_why(tmp_path, monkeypatch):
-    """Engines that die at their first line: the first death and three restarts (the policy's
-    most within the window) are all it gets; the fourth death gives it up."""
+def test_after_too_many_deaths_it_backs_off_health_says_when_and_it_serves_again(tmp_path, monkeypatch):
+    """Engines that die at their first line, four in a row, then a healthy one: the first death
+    and one restart are the burst (`max_restarts` 1); the deaths after it back off, each wait
+    twice the one before, and `/health` says until when. Lines are never given up: each line in
+    flight at two deaths is quarantined (`engine_crashed`), and once an engine lives, the rest run."""
+    policy = RestartPolicy(max_restarts=1, window_seconds=600, backoff_seconds=0.05, max_backoff_seconds=0.2)
 
     async def scenario():
         fleet = Fleet(lives=0)
-        supervisor = EngineSupervisor(MODEL, fleet.started[0], FAST, fleet.start, fleet.stop)
+        supervisor = EngineSupervisor(MODEL, fleet.started[0], policy, fleet.start, fleet.stop)
         engines = FakeEngines(supervisor)
         async with _server(tmp_path, monkeypatch, engines) as client:
-            outcomes = await _run_lines(engines, 20)
-            # Why an engine is down is a detail of /health for admin keys.
+            run = asyncio.create_task(_run_lines(engines, 20))
+            await asyncio.wait_for(_until(lambda: supervisor.state is Supervision.BACKING_OFF), 10)
+            # Why an engine is down, and until when, is a detail of /health for admin keys.
             health = await client.get("/health", headers={"Authorization": "Bearer key-admin"})
-            with pytest.raises(EngineUnavailableError):
-                await supervisor.wait_serving()
+            await asyncio.wait_for(_until(lambda: len(fleet.started) >= 5), 10)
+            fleet.lives = 1_000  # whatever killed them is gone: the next engine lives
+            outcomes = await asyncio.wait_for(run, 20)
+            after = await client.get("/health")
         await supervisor.close()
-        return fleet, outcomes, health
+        return fleet, outcomes, health, after
 
-    fleet, outcomes, health = asyncio.run(scenario())
+    fleet, outcomes, health, after = asyncio.run(scenario())
 
-    assert len(fleet.started) == 4 and all(e.stopped for e in fleet.started)
-    assert [o.line_no for o in outcomes] == list(range(1, 21)) and not any(o.ok for o in outcomes)
-    for outcome in outcomes:
-        assert outcome.record["response"] is None
-        assert outcome.record["custom_id"] == f"c{outcome.line_no - 1}"
-        assert outcome.record["error"]["code"] == "engine_unavailable"
-        assert "died 4 times within 600 s" in outcome.record["error"]["message"]
+    assert [o.line_no for o in outcomes] == list(range(1, 21))
+    crashed = [o for o in outcomes if not o.ok]
+    assert crashed and all(o.record["error"]["code"] == "engine_crashed" for o in crashed)
+    assert all(o.record["response"]["body"]["line"] == o.line_no for o in outcomes if o.ok)
+    assert len(crashed) < 20  # the lines in flight at one death only ran again
     assert health.status_code == 503
     body = health.json()
     assert body["status"] == "engine unavailable"
-    assert body["engines"][MODEL].startswith("its engine died 4 times within 600 s (at most 3 restarts")
+    reason = body["engines"][MODEL]
+    assert reason.startswith("its engine died 2 times within 600 s (more than BATCHD_ENGINE_MAX_RESTARTS=1"), reason
+    assert "backing off: next restart at 20" in reason, reason
+    assert after.status_code == 200 and supervisor_serves(fleet)
 
 
-def test_backoff_doubles_up_to_a_minute():
-    policy = RestartPolicy(max_restarts=10, window_seconds=600, backoff_seconds=1.5)
+def supervisor_serves(fleet: Fleet) -> bool:
+    return not fleet.started[-1].errored and not fleet.started[-1].stopped
+
+
+def test_backoff_doubles_up_to_a_minute_in_the_burst_and_to_its_cap_after():
+    policy = RestartPolicy(max_restarts=10, window_seconds=600, backoff_seconds=1.5, max_backoff_seconds=300)
     assert [policy.backoff(n) for n in (1, 2, 3, 7, 10)] == [1.5, 3.0, 6.0, 60.0, 60.0]
+    # Past the burst it keeps doubling, to the cap (BATCHD_ENGINE_RESTART_MAX_BACKOFF_SECONDS).
+    assert [policy.backoff(n) for n in (11, 12, 1000)] == [300.0, 300.0, 300.0]
+    short = RestartPolicy(max_restarts=3, window_seconds=600, backoff_seconds=1.0, max_backoff_seconds=300)
+    assert [short.backoff(n) for n in (1, 2, 3, 4, 5, 8, 9, 10)] == [1, 2, 4, 8, 16, 128, 256, 300]

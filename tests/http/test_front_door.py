@@ -1,6 +1,7 @@
 """The front door, in process: the key is checked before a body is read, JSON routes take JSON
 only (415), open mode answers this machine only (421/403) and mints no key, failed key checks
-are throttled per address (429). On SQLite and Postgres: the key checks read the database."""
+are throttled per address and key prefix (429), a good key never. On SQLite and Postgres: the
+key checks read the database."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from starlette.testclient import TestClient
 
 from app.api.runtime import runtime_of
 from app.core.config import Settings
+from app.domains.organization.auth import any_key_stored
 from app.http.app import create_app
-from app.services.organization.auth import any_key_stored
 
 pytestmark = pytest.mark.parametrize("backend", ["sqlite", "postgres"], indirect=True)
 
@@ -159,7 +160,7 @@ def test_open_mode_mints_no_key(make_app, backend):
     assert app.get("/v1/batches").status_code == 200  # still the operator's
 
 
-def test_failed_key_checks_are_throttled_per_address(make_app):
+def test_failed_key_checks_are_throttled_per_address_and_prefix_and_a_good_key_never(make_app):
     app = make_app(**KEYS, auth_failure_burst=3, auth_failure_window_seconds=60)
     for _ in range(3):
         assert app.get("/v1/batches").status_code == 401  # no key is no failed check
@@ -168,19 +169,28 @@ def test_failed_key_checks_are_throttled_per_address(make_app):
     throttled = app.get("/v1/batches", headers=_bearer("wrong"))
     assert throttled.status_code == 429
     assert throttled.json()["error"]["code"] == "rate_limit_exceeded"
+    assert "invalid API key" in throttled.json()["error"]["message"]
     assert 1 <= int(throttled.headers["retry-after"]) <= 20
+    # Another bad key from the spent address: refused 429 too, its body unread.
     body = CountingBody()
-    right = app.post("/v1/batches", content=body, headers={**MULTIPART, **_bearer("key-a")})
-    assert right.status_code == 429 and body.pulled == 0  # refused before its key is looked at
+    other_bad = app.post("/v1/batches", content=body, headers={**MULTIPART, **_bearer("key-b-made-up")})
+    assert other_bad.status_code == 429 and body.pulled == 0
+    # A good key is checked first and served, whatever its address has done (Anthropic's too).
+    assert app.get("/v1/batches", headers=_bearer("key-a")).status_code == 200
     anthropic = app.get("/v1/messages/batches", headers={"x-api-key": "key-a"})
-    assert anthropic.status_code == 429 and anthropic.json()["error"]["type"] == "rate_limit_error"
+    assert anthropic.status_code == 200, anthropic.text
+    bad_anthropic = app.get("/v1/messages/batches", headers={"x-api-key": "key-b-made-up"})
+    assert bad_anthropic.status_code == 429 and bad_anthropic.json()["error"]["type"] == "rate_limit_error"
     other = TestClient(app.app, base_url=LOCAL, client=("127.0.0.2", 1))
-    other.portal = app.portal  # the running app's event loop (its database pool lives there)
+    other.portal = app.portal  # the running app's event loop (its database pools live there)
     assert other.get("/v1/batches", headers=_bearer("key-a")).status_code == 200
+    # From a fresh address: the spent prefix ("wrong") is still refused, another bad key is not.
+    assert other.get("/v1/batches", headers=_bearer("wrong")).status_code == 429
+    assert other.get("/v1/batches", headers=_bearer("key-b-made-up")).status_code == 401
 
 
 def test_liveness_needs_neither_engines_nor_database(make_app):
-    app = make_app(**KEYS)
+    app = make_app(**KEYS, readiness_db_grace_seconds=0)
     runtime = runtime_of(app.app)
     assert app.get("/health").status_code == 200
 
@@ -193,6 +203,37 @@ def test_liveness_needs_neither_engines_nor_database(make_app):
     runtime.ready = False  # engines loading
     assert app.get("/health").status_code == 503
     assert app.get("/health/live").json() == {"status": "ok"}
+
+
+def test_readiness_holds_through_a_database_blip_shorter_than_its_grace(make_app):
+    """A database that stops answering keeps /health 200 (saying so) within the grace, 503 past
+    it; it answering again clears the clock. Two apps: a grace no test outlasts, and none."""
+
+    async def unreachable() -> None:
+        raise ConnectionRefusedError("database down")
+
+    patient, impatient = make_app(**KEYS), make_app(**KEYS, readiness_db_grace_seconds=0)
+    assert runtime_of(patient.app).settings.readiness_db_grace_seconds == 30  # the default
+    runtime_of(patient.app).settings.readiness_db_grace_seconds = 3600
+    for app in (patient, impatient):
+        runtime = runtime_of(app.app)
+        answering = runtime.db.ping
+        runtime.db.ping = unreachable  # type: ignore[method-assign]
+        for headers in ({}, _bearer("key-admin")):
+            blip = app.get("/health", headers=headers)
+            assert blip.json()["database"].startswith("not answering for "), blip.json()
+            assert blip.json()["database"].endswith(
+                f"(readiness grace {runtime.settings.readiness_db_grace_seconds:g} s)"
+            )
+            if app is patient:
+                assert (blip.status_code, blip.json()["status"]) == (200, "ok")
+            else:
+                assert (blip.status_code, blip.json()["status"]) == (503, "database unavailable")
+        assert app.get("/health/live").json() == {"status": "ok"}
+        runtime.db.ping = answering  # type: ignore[method-assign]
+        back = app.get("/health")
+        assert (back.status_code, back.json()) == (200, {"status": "ok", "replica": runtime.settings.replica_id})
+        assert runtime.database_down_since is None
 
 
 class FleetStates:

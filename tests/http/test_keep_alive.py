@@ -1,5 +1,5 @@
 """A real `batchd serve` keeps an idle client connection open for longer than uvicorn's 5 s
-default (app/cli.py KEEP_ALIVE_SECONDS): a client polling every few seconds, or a load balancer
+default (app/cli/serve.py KEEP_ALIVE_SECONDS): a client polling every few seconds, or a load balancer
 reusing its idle connections, never sends on a socket the server has just closed."""
 
 from __future__ import annotations

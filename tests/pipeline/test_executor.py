@@ -5,8 +5,9 @@ import time
 from dataclasses import dataclass, field
 
 from app.pipeline.executor import LineExecutor
-from app.pipeline.fair_gate import FairGate
+from app.pipeline.fair_gate import FairGate, Ticket
 from app.pipeline.lines import InputLine
+from app.scheduling.residency import NO_DEADLINE, Urgency
 
 
 @dataclass
@@ -24,7 +25,7 @@ class FakeEngine:
     max_in_flight: int = 0
     aborted: list = field(default_factory=list)
 
-    async def execute(self, endpoint, body, request_id, priority=0):
+    async def execute(self, endpoint, body, request_id, priority=0, urgency=None):
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
@@ -93,7 +94,7 @@ def test_lines_stopped_before_they_start_give_their_slots_back():
     its own release: the executor gives the slot back, so the gate is whole afterwards."""
 
     class Slow:
-        async def execute(self, url, body, request_id, priority=0):
+        async def execute(self, url, body, request_id, priority=0, urgency=None):
             await asyncio.sleep(10)
 
         async def abort(self, request_id):
@@ -115,3 +116,30 @@ def test_lines_stopped_before_they_start_give_their_slots_back():
         return gate.load()
 
     assert asyncio.run(scenario()) == (0, 0)
+
+
+def test_each_line_goes_to_the_engines_with_its_batchs_urgency():
+    """The deadline, lane and start-by of the line's batch reach the engines as an argument of
+    execute (what the residency manager ranks models by), beside its priority."""
+    seen: list[Urgency] = []
+
+    class Recording:
+        async def execute(self, url, body, request_id, priority=0, *, urgency=NO_DEADLINE):
+            seen.append(urgency)
+            return _Result(200, {})
+
+        async def abort(self, request_id):
+            return False
+
+    async def lines():
+        for n in range(3):
+            yield InputLine(n + 1, f"c{n}", "/v1/chat/completions", {"model": "m"})
+
+    async def record(outcome):
+        pass
+
+    ticket = Ticket("p", "batch_1", deadline=1_000.0, single=True, start_by=900.0)
+    assert asyncio.run(LineExecutor(Recording(), 2, ticket=ticket).run(lines(), record, asyncio.Event()))
+    # FairGate with no policy grants no line ahead of fair share: none is at risk.
+    assert seen == [Urgency(ahead=False, deadline=1_000.0, single=True, start_by=900.0)] * 3
+    assert {u.start_by for u in seen} == {900.0}  # start_by takes no part in comparisons

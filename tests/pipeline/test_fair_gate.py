@@ -12,14 +12,14 @@ class Policy:
 
     def __init__(self, weights=None, at_risk=(), window_part=1.0) -> None:
         self.weights = weights or {}
-        self.risky = set(at_risk)
+        self.at_risk_ids = set(at_risk)
         self.part = window_part
 
     def weight(self, model: str, project: str) -> float:
         return self.weights.get(project, 1)
 
     def at_risk(self, batch_id: str) -> bool:
-        return batch_id in self.risky
+        return batch_id in self.at_risk_ids
 
     def small(self, batch_id: str) -> bool:
         return batch_id.startswith("small")

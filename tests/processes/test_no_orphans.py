@@ -14,9 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psutil
+import pytest
 
 from harness.poll import wait_until
 from harness.process import ManagedProcess
+
+# Its child session starts a server with an engine (tests/conftest.py: VLLM_FIXTURES).
+pytestmark = pytest.mark.vllm
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("orphan_session.py")

@@ -11,10 +11,14 @@ import subprocess
 import time
 
 import psutil
+import pytest
 
 from harness.server import BATCHD
 from tests.support.batches import CHAT_MODEL, chat_line, jsonl
 from tests.support.engines import EAGER_FLAG
+
+# run-batch runs the built-in models in process (tests/conftest.py: VLLM_FIXTURES).
+pytestmark = pytest.mark.vllm
 
 LINES = 600
 KILL_AT = 100

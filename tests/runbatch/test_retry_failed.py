@@ -27,7 +27,7 @@ class FlakyEngines:
     def suggested_concurrency(self, model: str) -> int:
         return 4
 
-    async def execute(self, endpoint, body, request_id, priority=0) -> LineResult:
+    async def execute(self, endpoint, body, request_id, priority=0, urgency=None) -> LineResult:
         text = body["messages"][-1]["content"]
         self.attempts[text] += 1
         if text.startswith("flaky") and text not in self._failed:

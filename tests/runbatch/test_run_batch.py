@@ -21,6 +21,9 @@ from tests.support.batches import CHAT_MODEL, EMBED_MODEL, chat_line, create, js
 from tests.support.engines import EAGER_FLAG
 from tests.support.orphans import kill_alone_and_assert_no_orphans
 
+# run-batch runs the built-in models in process (tests/conftest.py: VLLM_FIXTURES).
+pytestmark = pytest.mark.vllm
+
 SEEDS = Path(__file__).parents[1] / "fixtures" / "seeds"
 # system_fingerprint hashes the engine configuration, which differs between the two setups.
 VOLATILE = {"id", "created", "created_at", "request_id", "system_fingerprint"}

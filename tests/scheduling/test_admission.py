@@ -16,12 +16,12 @@ NOW = 1_000_000.0
 DAY = int(NOW) + 86_400
 
 
-def _c(project, batch=None, model="m", expires_at=DAY, seq=0, resumed=False):
-    return Claimable(batch or f"{project}-b", project, model, expires_at, seq, resumed)
+def _c(project, batch=None, model="m", deadline=DAY, seq=0, resumed=False):
+    return Claimable(batch or f"{project}-b", project, model, deadline, seq, resumed)
 
 
-def _here(shard_id, project, batch=None, model="m", expires_at=DAY, age=60.0):
-    return ShardHere(shard_id, project, batch or f"{project}-b", model, expires_at, NOW - age)
+def _here(shard_id, project, batch=None, model="m", deadline=DAY, age=60.0):
+    return ShardHere(shard_id, project, batch or f"{project}-b", model, deadline, NOW - age)
 
 
 def _pick(candidates, here=(), slots=Slots(8, 32), at_risk=frozenset(), weights=None, waited=None, share=0.5):

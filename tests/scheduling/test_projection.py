@@ -22,7 +22,7 @@ def _project(batches, rates, lines=100, window_s=DAY, project="a", weights=None,
         project=project,
         model="m",
         lines=lines,
-        expires_at=int(NOW) + window_s,
+        deadline=int(NOW) + window_s,
         finished_rate=finished_rate,
     )
 

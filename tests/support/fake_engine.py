@@ -11,6 +11,8 @@ lines as every real engine does (:mod:`app.engine.line_checks`), and that a chat
 - ``fake:timeout``: the 504 ``request_timeout`` an upstream answers when a line runs out of time;
 - ``fake:stall``: no answer until the line is aborted or cancelled (a batch cancelled mid-run);
 - ``fake:hold``: no answer until the test calls :meth:`FakeEngines.release` (lines seen in flight).
+- ``fake:slow-count``: its prompt tokens are not counted (an estimate, a token limit's count waits)
+  while the test holds counting (:meth:`FakeEngines.hold_counting`).
 - ``fake:incomplete``: on ``/v1/responses``, a 200 Response with ``status: "incomplete"``
   (``max_output_tokens`` reached).
 
@@ -34,6 +36,7 @@ from app.engine.line_checks import common_line_problem
 from app.engine.prompt_tokens import estimate_all
 from app.engine.protocol import UpstreamStatus
 from app.engine.results import INVALID_REQUEST, MODEL_NOT_FOUND, LineProblem, LineResult, Usage
+from app.scheduling.residency import NO_DEADLINE, Urgency
 from tests.support.batches import CHAT_MODEL, EMBED_MODEL
 
 MODELS = {CHAT_MODEL: {CHAT_COMPLETIONS, COMPLETIONS, MESSAGES, RESPONSES}, EMBED_MODEL: {EMBEDDINGS}}
@@ -63,6 +66,8 @@ class FakeEngines:
         self.models = {name: MODELS[name] for name in served}
         self._released = threading.Event()  # set from the test's thread, read in the app's loop
         self._aborted: dict[str, asyncio.Event] = {}
+        self._counting = threading.Event()
+        self._counting.set()
         self.executed = 0
 
     def release(self) -> None:
@@ -72,6 +77,13 @@ class FakeEngines:
     def hold(self) -> None:
         """``fake:hold`` lines wait again (after :meth:`release`)."""
         self._released.clear()
+
+    def hold_counting(self) -> None:
+        """Counting the tokens of ``fake:slow-count`` lines waits until :meth:`release_counting`."""
+        self._counting.clear()
+
+    def release_counting(self) -> None:
+        self._counting.set()
 
     @property
     def in_flight(self) -> int:
@@ -105,9 +117,14 @@ class FakeEngines:
         return all(self.validate_line(endpoint, body) is None for body in bodies)
 
     async def count_prompt_tokens(self, endpoint: str, bodies: Sequence[Any]) -> list[int]:
+        if any("fake:slow-count" in prompt_of(body) for body in bodies):
+            while not self._counting.is_set():
+                await asyncio.sleep(0.01)
         return estimate_all(endpoint, bodies)
 
-    async def execute(self, endpoint: str, body: Any, request_id: str, priority: int = 0) -> LineResult:
+    async def execute(
+        self, endpoint: str, body: Any, request_id: str, priority: int = 0, *, urgency: Urgency = NO_DEADLINE
+    ) -> LineResult:
         problem = self.validate_line(endpoint, body)
         if problem is not None:  # a Message Batch's lines reach here unchecked, as upstreams answer them
             status, kind = (404, "NotFoundError") if problem.code == MODEL_NOT_FOUND else (400, "BadRequestError")

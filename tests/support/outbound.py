@@ -13,6 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from app.core import outbound
+
 AUDIO = b"RIFF-not-really-audio"
 
 
@@ -115,7 +117,13 @@ def install_stub_network(monkeypatch: pytest.MonkeyPatch) -> StubNetwork:
         guard(address)
         return real_connect_ex(sock, address)
 
+    def lookup(host: str, port: int) -> list[tuple]:  # the outbound guard's resolver (a DNS thread)
+        if host in network.answers:
+            return [_info(address, port) for address in network.answer(host)]
+        raise socket.gaierror(socket.EAI_NONAME, "unknown to the stub resolver")
+
     monkeypatch.setattr(asyncio.base_events.BaseEventLoop, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(outbound, "_lookup", lookup)
     monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
     return network

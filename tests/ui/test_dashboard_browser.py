@@ -26,8 +26,8 @@ from tests.ui.browser import click_in_page, eventually, missing_browser, start_c
 pytestmark = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 
 KEY = "key-a"
-# With BATCHD_SCREENSHOT_DIR set, the finished batch's page is saved there as dashboard-batch.png
-# (the docs' dashboard picture: BATCHD_SCREENSHOT_DIR=docs).
+# With BATCHD_SCREENSHOT_DIR set, each main page is saved there as dashboard-<page>.png once its
+# test has checked it (the docs' pictures: BATCHD_SCREENSHOT_DIR=docs, docs/dashboard.md).
 SCREENSHOT_DIR = os.environ.get("BATCHD_SCREENSHOT_DIR")
 
 
@@ -139,11 +139,14 @@ def test_batch_runs_to_completed_with_moving_progress_and_output_download(browse
     eventually(lambda: target.exists() and target.stat().st_size == len(expected), what=str(target))
     assert target.read_bytes() == expected
     assert not browser.find_element(By.ID, "cancel-batch").is_displayed()  # nothing to cancel once finished
-    if SCREENSHOT_DIR:
-        _screenshot(browser, Path(SCREENSHOT_DIR) / "dashboard-batch.png")
+    _picture(browser, "batch")
 
 
-def _screenshot(browser, path: Path) -> None:
+def _picture(browser, page: str) -> None:
+    """The page as it is now, for the docs, when BATCHD_SCREENSHOT_DIR asks for pictures."""
+    if not SCREENSHOT_DIR:
+        return
+    path = Path(SCREENSHOT_DIR) / f"dashboard-{page}.png"
     path.parent.mkdir(parents=True, exist_ok=True)
     browser.execute_script("window.scrollTo(0, 0)")
     browser.save_screenshot(str(path))
@@ -207,6 +210,7 @@ def test_upload_by_picker_then_download_and_delete(browser, model_client, tmp_pa
     stored = model_client.files.retrieve(file_id)
     assert (stored.filename, stored.purpose, stored.bytes) == ("dashboard-notes.txt", "user_data", len(data))
     assert model_client.files.content(file_id).content == data
+    _picture(browser, "files")
 
     click_in_page(browser, f'tr[data-file-id="{file_id}"] button.download')
     target = downloads / "dashboard-notes.txt"
@@ -239,6 +243,7 @@ def test_models_page_shows_each_engine(browser, model_client):
         [model_id, "badge engine-ready", "ready", f"0 / {model.max_lines_in_flight:,}"]
         for model_id, model in models.items()
     )
+    _picture(browser, "models")
 
 
 def test_projects_see_only_their_own_batches(browser, model_server, model_client):
@@ -248,6 +253,7 @@ def test_projects_see_only_their_own_batches(browser, model_server, model_client
     _go(browser, "/batches")
     eventually(lambda: browser.find_elements(By.CSS_SELECTOR, f'tr[data-batch-id="{mine.id}"]'), what="own batch")
     assert not browser.find_elements(By.CSS_SELECTOR, f'tr[data-batch-id="{theirs.id}"]')
+    _picture(browser, "batches")
     # Their batch exists and is listed for their own key: only the project keeps it off this page.
     assert theirs.id in [b.id for b in other.batches.list()]
     with pytest.raises(openai.NotFoundError):
@@ -353,6 +359,7 @@ def test_usage_page_charts_tokens_per_project_for_admin_keys(browser, model_serv
 
         eventually(shown_equals_api, what="the page's proj-a requests equal the Usage API's")
         assert browser.find_elements(By.CSS_SELECTOR, '#usage-chart polyline[data-series="proj-a"]')
+        _picture(browser, "usage")
     finally:
         browser.execute_script("sessionStorage.setItem('batchd.apiKey', arguments[0])", KEY)
         _go(browser, "/batches")
@@ -391,6 +398,7 @@ def test_queue_page_shows_the_projects_running_batch_with_its_share(browser, mod
             timeout=120,
         )
         assert "weight 1" in text
+        _picture(browser, "queue")
     finally:
         cancel_in_cleanup(model_client, batch.id)
 
@@ -422,7 +430,7 @@ def test_requests_page_shows_a_completed_background_response_and_a_flex_call(bro
         what="the background response on the Requests page",
     )
     request, lane, status, model, latency, tokens = row["cells"]
-    assert (row["lane"], lane) == ("background", "background")
+    assert (row["lane"], lane) == ("response", "response")
     assert row["status"] == status.replace(" ", "_") == done.status
     assert created.id in request and "/v1/responses" in request
     assert model == CHAT_MODEL and latency.endswith("s") and "so far" not in latency
@@ -433,6 +441,7 @@ def test_requests_page_shows_a_completed_background_response_and_a_flex_call(bro
     )
     assert flex["status"] == "completed" and flex["requestId"].startswith("flex_")
     assert "/v1/chat/completions" in flex["cells"][0] and flex["cells"][3] == CHAT_MODEL
+    _picture(browser, "requests")
 
 
 CHAT = "/v1/chat/completions"
@@ -506,6 +515,7 @@ def test_quote_before_create_shows_the_lines_tokens_and_finish_and_creates_nothi
     assert fields["start"].startswith("20"), fields
     assert (shown["feasible"], shown["badge"]) == ("true", "fits the window")
     assert _batches_of(model_client, file_id) == []  # the quote created nothing
+    _picture(browser, "new-batch")
 
     browser.find_element(By.ID, "create-batch").click()
     created = eventually(lambda: _batches_of(model_client, file_id), what="the batch created by the form")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.statuses import BatchStatus, ShardStatus
+from app.core.statuses import BatchStatus, ForbiddenBatchMove, ShardStatus
 from app.db.engine import Database
 from app.db.repositories.batches import BatchRepository, LeaseLost
 from app.db.repositories.shards import ShardRepository, ShardSpan
@@ -30,6 +30,28 @@ def test_oldest_batch_first_under_a_lease_and_a_fence(db_url):
         third = await claim_batch(db, "replica-b", T0)
         assert third is not None and third.batch_id == "batch_mid"
         assert await claim_batch(db, "replica-c", T0) is None
+
+    run_on_database(db_url, scenario)
+
+
+def test_a_transition_moves_only_as_the_table_allows(db_url):
+    """BatchRepository.transition enforces BATCH_MOVES: by default from every status allowed to
+    reach the target; a move the table refuses raises and writes nothing."""
+
+    async def scenario(db: Database) -> None:
+        await add_batch(db, "batch_1", BatchStatus.FINALIZING)
+        claim = await claim_batch(db, "replica-a", T0)
+        assert claim is not None
+        async with db.write() as session:
+            repo = BatchRepository(session)
+            with pytest.raises(ForbiddenBatchMove):
+                await repo.transition(claim, (BatchStatus.FINALIZING,), status=BatchStatus.IN_PROGRESS)
+            assert not await repo.transition(claim, status=BatchStatus.CANCELLED)  # from cancelling only
+        assert (await load(db, "batch_1")).status == BatchStatus.FINALIZING
+        async with db.write() as session:
+            assert await BatchRepository(session).transition(claim, status=BatchStatus.COMPLETED, completed_at=7)
+        row = await load(db, "batch_1")
+        assert (row.status, row.completed_at) == (BatchStatus.COMPLETED, 7)
 
     run_on_database(db_url, scenario)
 

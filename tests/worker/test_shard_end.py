@@ -13,7 +13,8 @@ from typing import Any, cast
 import pytest
 from sqlalchemy import select
 
-from app.core.statuses import BATCH_API_ANTHROPIC, BATCH_API_OPENAI, BatchStatus, ShardStatus
+from app.core.batch_kinds import BatchApi
+from app.core.statuses import BatchStatus, ShardStatus
 from app.db.engine import Database
 from app.db.models import UsageMinute
 from app.db.repositories.batches import BatchRepository, LineRow
@@ -168,14 +169,14 @@ def test_only_lines_that_may_share_a_prefix_are_grouped_in_a_shard():
 
     def batch(endpoint: str = "/v1/chat/completions", total: int = 500, **fields: Any) -> Any:
         return SimpleNamespace(
-            **{"endpoint": endpoint, "total": total, "ordered_input": None, "api": BATCH_API_OPENAI, **fields}
+            **{"endpoint": endpoint, "total": total, "ordered_input": None, "api": BatchApi.OPENAI, **fields}
         )
 
     assert run._regroups(batch())  # one shard: too small for an ordered copy
     assert not run._regroups(batch(total=20_000))  # no copy: validation found no shared prefix
     assert not run._regroups(batch(total=20_000, ordered_input="ordered-b1"))  # in its order already
     assert not run._regroups(batch("/v1/embeddings"))
-    assert run._regroups(batch("/v1/messages", total=20_000, api=BATCH_API_ANTHROPIC))
+    assert run._regroups(batch("/v1/messages", total=20_000, api=BatchApi.ANTHROPIC))
 
 
 def test_checkpoint_writes_add_up_in_their_minute_of_usage(db_url, tmp_path):

@@ -2,7 +2,7 @@
 
 from app.db.models.api_key import ApiKey
 from app.db.models.audit_log import AuditLog
-from app.db.models.batch import Batch, BatchChunk, BatchPromptTokens
+from app.db.models.batch import Batch, BatchChunk, BatchPromptTokens, new_batch
 from app.db.models.file import File
 from app.db.models.idempotency_key import IdempotencyKey
 from app.db.models.project import Project
@@ -31,4 +31,5 @@ __all__ = [
     "WebhookDelivery",
     "WebhookEndpoint",
     "WebhookEvent",
+    "new_batch",
 ]

@@ -1,9 +1,25 @@
 from __future__ import annotations
 
-from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, LargeBinary, String
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    ColumnElement,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    false,
+    func,
+)
+from sqlalchemy.ext.hybrid import hybrid_property
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.core.statuses import BATCH_API_OPENAI, BatchStatus
+from app.core import tracing
+from app.core.batch_kinds import BatchApi, BatchKind
+from app.core.statuses import BatchStatus
 from app.db.base import Base
 from app.db.status_columns import status_check, status_type
 
@@ -25,6 +41,8 @@ class Batch(Base):
     metadata_: Mapped[dict | None] = mapped_column("metadata", JSON, nullable=True)
     errors: Mapped[list | None] = mapped_column(JSON, nullable=True)
     output_expires_after: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # batchd's: its lines may name different models, each line run on its own (else one model).
+    allow_mixed_models: Mapped[bool] = mapped_column(Boolean, server_default=false())
     output_file_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     error_file_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
@@ -56,9 +74,8 @@ class Batch(Base):
     lease_expires_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     fence: Mapped[int] = mapped_column(Integer, default=0)
 
-    # Which API made the batch and shows it: "openai" (/v1/batches) or "anthropic"
-    # (/v1/messages/batches); both run the same way.
-    api: Mapped[str] = mapped_column(String(16), default=BATCH_API_OPENAI, server_default=BATCH_API_OPENAI)
+    # Which API made the batch and shows it (a BatchApi value): its kind (app/core/batch_kinds.py).
+    api: Mapped[str] = mapped_column(String(16), default=BatchApi.OPENAI, server_default=BatchApi.OPENAI)
     # Lines that never ran (cancelled, expired, timed out), counted at finalize, so Anthropic's
     # request_counts can tell them from lines that failed.
     unexecuted: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
@@ -74,11 +91,23 @@ class Batch(Base):
     # The blob of the input's lines in prompt-prefix order (app/pipeline/prefix_order.py) that the
     # shards are byte ranges of, while the batch runs; None: the shards are ranges of the input.
     ordered_input: Mapped[str | None] = mapped_column(String(96), nullable=True)
+    # batchd's `output_order`: "completion" (the default: prompt-prefix order when the batch is
+    # prefix-ordered) or "input" (the output and error files list lines in input order).
+    output_order: Mapped[str] = mapped_column(String(16), server_default="completion")
+    # Set by `POST /v1/batches/{id}/pause` (None after resume): the batch stays in_progress, but
+    # no replica claims its shards (running ones give theirs back once their lines in flight end).
+    paused_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
-    @property
+    @hybrid_property
     def deadline(self) -> int:
-        """The deadline that orders the batch's work: `due_at` when set, else `expires_at`."""
+        """The deadline that orders the batch's work: `due_at` when set, else `expires_at`. On
+        the class, the same as an SQL expression (`Batch.deadline`), which every query uses."""
         return self.expires_at if self.due_at is None else self.due_at
+
+    @deadline.inplace.expression
+    @classmethod
+    def _deadline_expression(cls) -> ColumnElement[int]:
+        return func.coalesce(cls.due_at, cls.expires_at)
 
     @property
     def shard_source(self) -> str:
@@ -90,6 +119,48 @@ class Batch(Base):
         Index("ix_batches_status", "status"),
         Index("ix_batches_project_api_seq", "project", "api", "seq"),
         status_check(BatchStatus),
+    )
+
+
+def new_batch(
+    kind: BatchKind,
+    *,
+    batch_id: str,
+    project: str,
+    endpoint: str,
+    input_file_id: str,
+    completion_window: str,
+    created_at: int,
+    expires_at: int,
+    api_key_id: str | None,
+    total: int = 0,
+    due_at: int | None = None,
+    metadata: dict | None = None,
+    output_expires_after: int | None = None,
+    retry_of: str | None = None,
+    allow_mixed_models: bool = False,
+    output_order: str = "completion",
+) -> Batch:
+    """A new batch of `kind`, validating, with the trace context of the request that creates it."""
+    return Batch(
+        id=batch_id,
+        api=kind.api,
+        project=project,
+        endpoint=endpoint,
+        input_file_id=input_file_id,
+        completion_window=completion_window,
+        status=BatchStatus.VALIDATING,
+        metadata_=metadata,
+        output_expires_after=output_expires_after,
+        allow_mixed_models=allow_mixed_models,
+        created_at=created_at,
+        due_at=due_at,
+        expires_at=expires_at,
+        total=total,
+        retry_of=retry_of,
+        output_order=output_order,
+        traceparent=tracing.request_traceparent(batch_id=batch_id, project=project),
+        api_key_id=api_key_id,
     )
 
 

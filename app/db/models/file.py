@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Index, Integer, String
+from sqlalchemy import BigInteger, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
@@ -24,6 +24,9 @@ class File(Base):
     status: Mapped[str] = mapped_column(String(16), default="processed")
     sha256: Mapped[str] = mapped_column(String(64))
     deleted_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # Where an imported file came from: its URL without query string, fragment or credentials
+    # (a presigned URL's signature is not kept); None: uploaded.
+    source_url: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     __table_args__ = (
         Index("ix_files_project_seq", "project", "seq"),

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, CheckConstraint, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, CheckConstraint, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
@@ -17,6 +17,10 @@ class Project(Base):
             "max_enqueued_tokens IS NULL OR max_enqueued_tokens >= 0", name="max_enqueued_tokens_not_negative"
         ),
         CheckConstraint("retention_days IS NULL OR retention_days >= 1", name="retention_days_positive"),
+        CheckConstraint("max_bytes IS NULL OR max_bytes >= 0", name="max_bytes_not_negative"),
+        CheckConstraint(
+            "max_active_batches IS NULL OR max_active_batches >= 0", name="max_active_batches_not_negative"
+        ),
     )
 
     name: Mapped[str] = mapped_column(String(128), primary_key=True)
@@ -39,3 +43,10 @@ class Project(Base):
     # Its files (batch inputs and outputs among them) and its ended batches' results are deleted
     # this many days after they were made; None: kept until they expire.
     retention_days: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # Its own stored-bytes and active-batch limits; None: BATCHD_PROJECT_MAX_BYTES and
+    # BATCHD_PROJECT_MAX_ACTIVE_BATCHES; 0: no limit.
+    max_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    max_active_batches: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # The `s3://bucket/prefix/` URIs its files may be imported from besides
+    # BATCHD_IMPORT_ALLOWED_URIS (a JSON list); None: those only.
+    allowed_import_uris: Mapped[list | None] = mapped_column(JSON, nullable=True)

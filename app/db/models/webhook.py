@@ -32,8 +32,15 @@ class WebhookEndpoint(Base):
     failing_since: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     created_at: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
+    # The batch it was registered with (a batch's `webhook`): only that batch's ending is sent to
+    # it, the project's endpoint API does not show it, and it is removed once that event is sent.
+    batch_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
-    __table_args__ = (Index("ix_webhook_endpoints_project_seq", "project", "seq"), status_check(WebhookEndpointStatus))
+    __table_args__ = (
+        Index("ix_webhook_endpoints_project_seq", "project", "seq"),
+        Index("ix_webhook_endpoints_batch_id", "batch_id"),
+        status_check(WebhookEndpointStatus),
+    )
 
 
 class WebhookEvent(Base):

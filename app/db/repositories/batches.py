@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from sqlalchemy import ColumnElement, Select, and_, case, delete, exists, func, literal, or_, select, update
 from sqlalchemy.orm import aliased
 
+from app.core.batch_kinds import UNLISTED_APIS
 from app.core.statuses import (
     ACTIVE_BATCH_STATUSES,
     CANCELLABLE_BATCH_STATUSES,
-    SINGLE_REQUEST_APIS,
     TERMINAL_BATCH_STATUSES,
     BatchStatus,
     ShardStatus,
+    batch_moves_from,
 )
 from app.db.base import dialect_of, rowcount
 from app.db.models import Batch, BatchShard, File
@@ -67,6 +68,12 @@ class BatchFilters:
     model: str | None = None
 
 
+def _moving(target: BatchStatus, statuses: Sequence[BatchStatus] | None = None) -> ColumnElement[bool]:
+    """The batch is in one of `statuses` (by default, any that may move to `target`), each of
+    them allowed to move to `target` by BATCH_MOVES (ForbiddenBatchMove otherwise)."""
+    return Batch.status.in_(batch_moves_from(target, statuses))
+
+
 class BatchRepository(ProjectScopedRepository[Batch]):
     model = Batch
 
@@ -76,7 +83,7 @@ class BatchRepository(ProjectScopedRepository[Batch]):
         """The project's batches the batch APIs show: not deleted (a deleted id still works as a
         cursor), and not single requests (background responses: only `/v1/responses` shows those;
         flex requests: none)."""
-        return self.not_deleted(project).where(Batch.api.not_in(SINGLE_REQUEST_APIS))
+        return self.not_deleted(project).where(Batch.api.not_in(UNLISTED_APIS))
 
     def not_deleted(self, project: str | None) -> Select[Batch]:
         return super().scoped(project).where(Batch.deleted_at.is_(None))
@@ -133,16 +140,38 @@ class BatchRepository(ProjectScopedRepository[Batch]):
     async def request_cancel(self, project: str, batch_id: str, now: int) -> bool:
         result = await self.session.execute(
             update(Batch)
-            .where(Batch.project == project, Batch.id == batch_id, Batch.status.in_(CANCELLABLE_BATCH_STATUSES))
+            .where(
+                Batch.project == project,
+                Batch.id == batch_id,
+                _moving(BatchStatus.CANCELLING, CANCELLABLE_BATCH_STATUSES),
+            )
             .values(status=BatchStatus.CANCELLING, cancelling_at=now)
         )
         return rowcount(result) == 1
+
+    async def set_paused(self, project: str, batch_ids: Sequence[str] | None, paused_at: int | None) -> int:
+        """Pause (`paused_at` a time) or resume (None) the project's running batches `batch_ids`
+        (None: all of them) that are not so already; how many changed."""
+        query = update(Batch).where(Batch.project == project, Batch.status == BatchStatus.IN_PROGRESS)
+        if batch_ids is not None:
+            query = query.where(Batch.id.in_(list(batch_ids)))
+        query = query.where(Batch.paused_at.is_(None) if paused_at is not None else Batch.paused_at.is_not(None))
+        return rowcount(await self.session.execute(query.values(paused_at=paused_at)))
+
+    async def any_of_project(self, project: str) -> bool:
+        result = await self.session.execute(select(Batch.id).where(Batch.project == project).limit(1))
+        return result.first() is not None
+
+    async def run_state(self, batch_id: str) -> tuple[BatchStatus | None, bool]:
+        """The batch's status and whether it is paused."""
+        row = (await self.session.execute(select(Batch.status, Batch.paused_at).where(Batch.id == batch_id))).first()
+        return (None, False) if row is None else (row.status, row.paused_at is not None)
 
     async def request_cancel_all(self, project: str, now: int) -> int:
         """Cancel every queued or running batch of a project (it was archived); how many."""
         result = await self.session.execute(
             update(Batch)
-            .where(Batch.project == project, Batch.status.in_(CANCELLABLE_BATCH_STATUSES))
+            .where(Batch.project == project, _moving(BatchStatus.CANCELLING, CANCELLABLE_BATCH_STATUSES))
             .values(status=BatchStatus.CANCELLING, cancelling_at=now)
         )
         return rowcount(result)
@@ -256,9 +285,42 @@ class BatchRepository(ProjectScopedRepository[Batch]):
         result = await self.session.execute(select(Batch.status).where(Batch.id == batch_id))
         return result.scalar_one_or_none()
 
-    async def transition(self, claim: Claim, from_statuses: Sequence[BatchStatus], **values) -> bool:
-        """Guarded status change; False if the status moved on (e.g. a cancel arrived)."""
-        return await self._fenced_update(claim, Batch.status.in_(list(from_statuses)), **values)
+    async def transition(
+        self,
+        claim: Claim,
+        from_statuses: Sequence[BatchStatus] | None = None,
+        /,
+        *,
+        status: BatchStatus | None = None,
+        **values,
+    ) -> bool:
+        """Guarded status change to `status` from one of `from_statuses` (by default, from any
+        status BATCH_MOVES lets move there; a move it does not allow raises ForbiddenBatchMove);
+        False if the status moved on (e.g. a cancel arrived). Without `status`, the write only
+        needs the batch still in one of `from_statuses`."""
+        if status is None:
+            if not from_statuses:
+                raise ValueError("A write with no status change names the statuses it is guarded on.")
+            return await self._fenced_update(claim, Batch.status.in_(list(from_statuses)), **values)
+        return await self._fenced_update(claim, _moving(status, from_statuses), status=status, **values)
+
+    async def fail_unfinished(self, batch_id: str, status: BatchStatus, now: int, errors: list[dict]) -> bool:
+        """`status` -> failed, whoever holds the batch (the dead letter): the lease goes and the
+        fence moves, so a step still running anywhere writes nothing more. False if the batch
+        moved on meanwhile."""
+        result = await self.session.execute(
+            update(Batch)
+            .where(Batch.id == batch_id, _moving(BatchStatus.FAILED, (status,)))
+            .values(
+                status=BatchStatus.FAILED,
+                failed_at=now,
+                errors=errors,
+                lease_owner=None,
+                lease_expires_at=None,
+                fence=Batch.fence + 1,
+            )
+        )
+        return rowcount(result) == 1
 
     async def ordered_inputs(self) -> AsyncIterator[tuple[str, str]]:
         """(project, blob id) of every running batch's prompt-ordered copy of its input."""
@@ -274,7 +336,7 @@ class BatchRepository(ProjectScopedRepository[Batch]):
         unfinished_shard = exists().where(BatchShard.batch_id == Batch.id, BatchShard.status != ShardStatus.DONE)
         result = await self.session.execute(
             update(Batch)
-            .where(Batch.id == batch_id, Batch.status == BatchStatus.IN_PROGRESS, ~unfinished_shard)
+            .where(Batch.id == batch_id, _moving(BatchStatus.FINALIZING, (BatchStatus.IN_PROGRESS,)), ~unfinished_shard)
             .values(status=BatchStatus.FINALIZING, finalizing_at=now)
         )
         return rowcount(result) == 1

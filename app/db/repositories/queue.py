@@ -60,9 +60,9 @@ class QueueRepository:
         return [(int(lines), float(seconds or 0)) for lines, seconds in rows]  # never null: filtered above
 
     async def claimable(self, now: float, skip_batches: Sequence[str]) -> list[Claimable]:
-        """Running batches not past their hard expiry with a shard free to claim, each with the
-        deadline that orders its work (`due_at` when set, else `expires_at`)."""
-        deadline = func.coalesce(Batch.due_at, Batch.expires_at).label("deadline")
+        """Running batches not paused nor past their hard expiry with a shard free to claim, each
+        with the deadline that orders its work (`Batch.deadline`)."""
+        deadline = Batch.deadline.label("deadline")
         free = or_(
             BatchShard.status == ShardStatus.PENDING,
             and_(BatchShard.status == ShardStatus.RUNNING, BatchShard.lease_expires_at < now),
@@ -77,7 +77,7 @@ class QueueRepository:
                 func.max(BatchShard.started_at).is_not(None).label("resumed"),
             )
             .join(BatchShard, BatchShard.batch_id == Batch.id)
-            .where(Batch.status == BatchStatus.IN_PROGRESS, Batch.expires_at > now, free)
+            .where(Batch.status == BatchStatus.IN_PROGRESS, Batch.paused_at.is_(None), Batch.expires_at > now, free)
             .group_by(Batch.id, Batch.project, Batch.model, Batch.expires_at, Batch.due_at, Batch.seq)
         )
         if skip_batches:

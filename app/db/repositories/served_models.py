@@ -1,4 +1,4 @@
-"""SQL for the models replicas publish (see app/services/models.py)."""
+"""SQL for the models replicas publish (see app/domains/models/service.py)."""
 
 from __future__ import annotations
 

@@ -117,7 +117,7 @@ class ShardRepository:
         batch_id: str | None = None,
     ) -> ShardClaim | None:
         """Take the first free shard (pending, or running under an expired lease) of `batch_id`,
-        or else of the oldest running batch not in `skip_batches`; with `resumed_only`, only a
+        or else of the oldest running batch not in `skip_batches` (a paused batch has none free); with `resumed_only`, only a
         shard that some replica started and gave back or abandoned."""
         claimable = or_(
             BatchShard.status == ShardStatus.PENDING,
@@ -128,7 +128,9 @@ class ShardRepository:
         candidate = (
             select(BatchShard.id)
             .join(Batch, Batch.id == BatchShard.batch_id)
-            .where(Batch.status == BatchStatus.IN_PROGRESS, Batch.expires_at > now, claimable)
+            .where(
+                Batch.status == BatchStatus.IN_PROGRESS, Batch.paused_at.is_(None), Batch.expires_at > now, claimable
+            )
             .order_by(Batch.seq, BatchShard.shard_no)
             .limit(1)
             .with_for_update(skip_locked=True, of=BatchShard)

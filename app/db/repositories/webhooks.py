@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Select, Table, func, select, update
+from sqlalchemy import Select, Table, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -62,10 +62,13 @@ class WebhookRepository:
         )
         return result.first() is not None
 
-    async def subscribed_endpoint_ids(self, project: str, event_type: str) -> list[str]:
+    async def subscribed_endpoint_ids(self, project: str, event_type: str, batch_id: str | None = None) -> list[str]:
+        """The project's enabled endpoints for `event_type`: its own, and the one bound to `batch_id`."""
         result = await self.session.execute(
             select(WebhookEndpoint.id, WebhookEndpoint.event_types).where(
-                WebhookEndpoint.project == project, WebhookEndpoint.status == WebhookEndpointStatus.ENABLED
+                WebhookEndpoint.project == project,
+                WebhookEndpoint.status == WebhookEndpointStatus.ENABLED,
+                or_(WebhookEndpoint.batch_id.is_(None), WebhookEndpoint.batch_id == batch_id),
             )
         )
         # A project has a handful of endpoints: filter the JSON list here, not per dialect in SQL.

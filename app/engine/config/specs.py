@@ -222,13 +222,23 @@ def _check_options(where: str, name: str, options: Any) -> dict[str, Any]:
     return checked
 
 
+@dataclass(frozen=True)
+class ModelTable:
+    """What the config file says of each model beyond how to serve it, by served name: its price
+    (the Costs API's, quotes') and its `max_model_len`. Read once as the engines start."""
+
+    prices: Mapping[str, ModelPrice] = field(default_factory=dict)
+    context_lengths: Mapping[str, int] = field(default_factory=dict)
+
+
+def load_model_table(source: str | Path | Mapping[str, Any] | None) -> ModelTable:
+    options = load_model_config(source)
+    return ModelTable(
+        prices={name: opts["pricing"] for name, opts in options.items() if "pricing" in opts},
+        context_lengths={name: opts["max_model_len"] for name, opts in options.items() if opts.get("max_model_len")},
+    )
+
+
 def load_prices(source: str | Path | Mapping[str, Any] | None) -> dict[str, ModelPrice]:
     """The Costs API's price of every model the config file prices, by served name."""
-    return {name: opts["pricing"] for name, opts in load_model_config(source).items() if "pricing" in opts}
-
-
-def load_context_lengths(source: str | Path | Mapping[str, Any] | None) -> dict[str, int]:
-    """The `max_model_len` of every model the config file sets one for, by served name."""
-    return {
-        name: opts["max_model_len"] for name, opts in load_model_config(source).items() if opts.get("max_model_len")
-    }
+    return dict(load_model_table(source).prices)

@@ -64,6 +64,7 @@ _FIELDS = frozenset(
         "n",
         "stream",
         "logprobs",
+        "cache_salt",  # every line batchd runs has one (app/pipeline/cache_salt.py)
     }
 )
 _ROLES = frozenset({"system", "user", "assistant"})
@@ -178,7 +179,7 @@ class FastChat:
         request = line.request
         self.handler._preflight(1)
         generator = self.llm.generate(
-            tokens_input(line.prompt_ids, prompt=line.prompt),
+            tokens_input(line.prompt_ids, prompt=line.prompt, cache_salt=request.cache_salt),
             line.sampling_params,
             line.request_id,
             priority=request.priority,

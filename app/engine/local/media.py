@@ -57,10 +57,11 @@ async def _fetch(url: str, media_io: Any, fetch_timeout: int | None) -> bytes:
     """The media's bytes within vLLM's size limit; a ValueError (the line's 400) otherwise."""
     limits = [n for n in (media_io.get_max_bytes(), vllm_envs.VLLM_MAX_MEDIA_DOWNLOAD_SIZE_MB * MIB) if n and n > 0]
     policy = OutboundPolicy.from_environ()
+    timeout = fetch_timeout or DEFAULT_TIMEOUT_S
     try:
-        return await download(
-            url, policy, limit=min(limits, default=256 * MIB), timeout=fetch_timeout or DEFAULT_TIMEOUT_S
-        )
+        return await download(url, policy, limit=min(limits, default=256 * MIB), timeout=timeout)
+    except (TimeoutError, httpx.TimeoutException):  # the whole download's deadline, or one read's
+        raise ValueError(f"Fetching the media URL timed out after {timeout:g} s.") from None
     except OutboundRefused as exc:
         raise ValueError(f"The media URL: {exc}") from None
     except DownloadRefused as exc:

@@ -47,12 +47,13 @@ from app.engine.local.orphans import engine_processes, wait_for_exit
 from app.engine.local.requests import body_problem
 from app.engine.local.residency import Residency
 from app.engine.local.shared_memory import SharedObjects, engine_shared_objects, release_leftovers
+from app.engine.poison import Suspects
 from app.engine.prompt_tokens import estimate_all
 from app.engine.protocol import UpstreamStatus
 from app.engine.results import LineProblem, LineResult, Usage
 from app.engine.supervision import EngineSupervisor, RestartPolicy, Supervision
 from app.engine.vllm_api import VllmEngineDeadError
-from app.scheduling.residency import LINE_URGENCY
+from app.scheduling.residency import NO_DEADLINE, Urgency
 
 logger = logging.getLogger(__name__)
 
@@ -79,15 +80,20 @@ class EngineRegistry:
         restarts: RestartPolicy | None = None,
         max_resident: int | None = None,
         min_residency_seconds: float = 30.0,
+        min_load_interval_seconds: float = 0.0,
     ) -> None:
         self._engines: dict[str, ModelEngine] = {}  # the loaded ones
         self._profiles: dict[str, _Profile] = {}  # every served model
         self._max_resident = max_resident
         self._min_residency = min_residency_seconds
+        self._min_load_interval = min_load_interval_seconds
         self._residency: Residency | None = None  # None: every engine stays loaded
         self._engines_in_process = 1
         self._restarts = restarts or RestartPolicy()
         self._supervisors: dict[str, EngineSupervisor[ModelEngine]] = {}
+        # Each model's lines in flight at its engine's deaths: kept here, as they outlive an
+        # engine unloaded on demand (and its supervisor).
+        self._suspects: dict[str, Suspects] = {}
         # Each engine's processes (core and worker) and their shared memory, read once it is up:
         # a core that was killed takes neither with it (its worker is no longer our descendant).
         self._processes: dict[str, tuple[list[psutil.Process], SharedObjects]] = {}
@@ -159,6 +165,7 @@ class EngineRegistry:
                 self._min_residency,
                 load=self._load_on_demand,
                 unload=self._stop_engine,
+                min_load_interval=self._min_load_interval,
             )
             self._residency.start([spec.name for spec in kept])
             logger.info(
@@ -188,6 +195,7 @@ class EngineRegistry:
             self._restarts,
             start=functools.partial(self._relaunch, spec, self._engines_in_process),
             stop=self._retire,
+            suspects=self._suspects.setdefault(spec.name, Suspects(spec.name)),
         )
 
     async def _load_on_demand(self, model: str) -> None:
@@ -291,7 +299,7 @@ class EngineRegistry:
 
     def engine_state(self, model: str) -> EngineState:
         """For status pages: `ready`, `starting` (also while it restarts), `dead` (its engine core
-        died and is not restarted) or `stopped`."""
+        died too often: the next restart is backed off) or `stopped`."""
         model = self._adapters.get(model, model)
         if model not in self._profiles:
             return EngineState.STOPPED
@@ -327,7 +335,7 @@ class EngineRegistry:
         return {}
 
     def engine_problems(self) -> dict[str, str]:
-        """Why a model takes no lines now (its engine restarts, or was given up), by model."""
+        """Why a model takes no lines now (its engine restarts, or backs off until when), by model."""
         return {name: s.problem for name, s in self._supervisors.items() if s.problem is not None}
 
     # -- lines -------------------------------------------------------------
@@ -367,14 +375,18 @@ class EngineRegistry:
             return estimate_all(endpoint, bodies)
         return await asyncio.to_thread(engine.count_prompt_tokens, canonical, bodies)
 
-    async def execute(self, endpoint: str, body: Any, request_id: str, priority: int = 0) -> LineResult:
+    async def execute(
+        self, endpoint: str, body: Any, request_id: str, priority: int = 0, *, urgency: Urgency = NO_DEADLINE
+    ) -> LineResult:
         """Run one line and return what ``vllm serve`` would have answered, at ``priority``
         in the engine's waiting queue.
 
         Never raises for a line's own failure (that is a non-200 result). A line whose engine
-        dies waits for the engine's restart and runs again on the new one.
+        dies waits for the engine's restart and runs again on the new one (one suspect at a
+        time: :mod:`app.engine.poison`).
         Raises :class:`RequestAborted` if :meth:`abort` stopped it,
-        :class:`EngineUnavailableError` once the model's engine is no longer restarted,
+        :class:`EngineCrashedError` once the line was in flight at two of its engine's deaths,
+        :class:`EngineUnavailableError` if its engine does not serve by the line's ``start_by``,
         :class:`EngineNotReadyError` before ``start`` and after ``shutdown``.
         """
         self._require_ready()
@@ -401,14 +413,16 @@ class EngineRegistry:
         # On the engine serving the model; if it dies meanwhile, again on the one replacing it.
         if self._residency is None:
             return await self._supervisors[name].run(
-                lambda serving: self._run_on(serving, canonical, body, request_id, priority)
+                lambda serving: self._run_on(serving, canonical, body, request_id, priority), urgency.start_by
             )
         # Its engine may have to be loaded first, and is not unloaded while the line runs.
-        async with self._residency.use(name, LINE_URGENCY.get()):
+        async with self._residency.use(name, urgency):
             supervisor = self._supervisors.get(name)
             if supervisor is None:
                 raise EngineNotReadyError("The engines were shut down.")
-            return await supervisor.run(lambda serving: self._run_on(serving, canonical, body, request_id, priority))
+            return await supervisor.run(
+                lambda serving: self._run_on(serving, canonical, body, request_id, priority), urgency.start_by
+            )
 
     async def _run_on(
         self, engine: ModelEngine, canonical: str, body: dict[str, Any], request_id: str, priority: int

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -22,6 +23,7 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 
 from app.core import metrics
+from app.engine.errors import EngineUnavailableError
 from app.scheduling.residency import ModelDemand, Urgency, plan_swap
 
 log = logging.getLogger("batchd.engine")
@@ -36,6 +38,7 @@ class _Model:
     resident: bool = False
     since: float = 0.0
     draining: bool = False  # chosen to unload: new lines wait, those in flight finish
+    last_load: float | None = None  # when it was last loaded on demand (monotonic)
     in_flight: Counter[Urgency] = field(default_factory=Counter)
     waiting: Counter[Urgency] = field(default_factory=Counter)
 
@@ -45,14 +48,17 @@ class _Model:
 
     def demand(self, name: str) -> ModelDemand:
         urgencies = [u for u, n in (self.in_flight + self.waiting).items() if n > 0]
+        # A batch's lines speak for the model; single-request lanes' only when they are alone.
+        ranked = [u for u in urgencies if not u.single] or urgencies
         return ModelDemand(
             name,
             self.resident,
             self.since,
             sum(self.in_flight.values()),
             sum(self.waiting.values()),
-            min(urgencies, default=Urgency()),
+            min(ranked, default=Urgency()),
             self.always,
+            self.last_load,
         )
 
 
@@ -66,9 +72,11 @@ class Residency:
         min_residency: float,
         load: Callable[[str], Awaitable[None]],
         unload: Callable[[str], Awaitable[None]],
+        min_load_interval: float = 0.0,
     ) -> None:
         self.budget = budget
         self.min_residency = min_residency
+        self.min_load_interval = min_load_interval
         self._models = {name: _Model(always=flag) for name, flag in always.items()}
         self._load = load
         self._unload = unload
@@ -96,14 +104,19 @@ class Residency:
     @asynccontextmanager
     async def use(self, model: str, urgency: Urgency) -> AsyncIterator[None]:
         """Hold ``model``'s engine for one line: wait until it is resident, keep it from being
-        unloaded until the line is done."""
+        unloaded until the line is done. Raises
+        :class:`~app.engine.errors.EngineUnavailableError` if it is not resident by the line's
+        ``start_by`` (a flex request's wait)."""
         state = self._models[model]
         if not state.usable:
             state.waiting[urgency] += 1
             self._kick.set()
             try:
+                timeout = None if math.isinf(urgency.start_by) else max(0.0, urgency.start_by - time.time())
                 async with self._changed:
-                    await self._changed.wait_for(lambda: state.usable or self._closed)
+                    await asyncio.wait_for(self._changed.wait_for(lambda: state.usable or self._closed), timeout)
+            except TimeoutError:
+                raise EngineUnavailableError(model, "its engine is not loaded (another model's is busy)") from None
             finally:
                 state.waiting[urgency] -= 1
                 state.waiting += Counter()  # drop zero counts
@@ -135,7 +148,9 @@ class Residency:
             await self._kick.wait()
             self._kick.clear()
             try:
-                swap = plan_swap(self.demands(), self.budget, time.monotonic(), self.min_residency)
+                swap = plan_swap(
+                    self.demands(), self.budget, time.monotonic(), self.min_residency, self.min_load_interval
+                )
                 if swap is None:
                     # A busy engine's turn may end later with no line finishing meanwhile: look again.
                     if any(d.waiting and not d.resident for d in self.demands()):
@@ -178,6 +193,7 @@ class Residency:
         finally:
             self.swapping = None
         model.resident, model.since = True, time.monotonic()
+        model.last_load = model.since
         seconds = model.since - started
         metrics.record_engine_load(name, seconds)
         metrics.set_engine_resident(name, True)

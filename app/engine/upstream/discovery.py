@@ -1,6 +1,8 @@
 """Discovery and health: ``GET {url}/models`` says whether a URL is up and serves the model,
 and which LoRA adapters it serves on it: the cards whose ``parent`` is the model, as ``vllm
-serve --enable-lora --lora-modules NAME=PATH`` lists them (``{"id": NAME, "parent": MODEL}``).
+serve --enable-lora --lora-modules NAME=PATH`` lists them (``{"id": NAME, "parent": MODEL}``),
+at most ``MAX_ADAPTERS`` of them (the first by id), from an answer of at most
+``MAX_MODELS_BYTES`` (:mod:`.replies`).
 
 Each URL is probed at start, then every ``health_interval_s`` while in the rotation, and
 after its cooldown while out of it, so a URL that failed comes back as soon as it answers.
@@ -18,6 +20,7 @@ import aiohttp
 import orjson
 
 from app.core.statuses import UpstreamState
+from app.engine.upstream.replies import MAX_ADAPTERS, MAX_MODELS_BYTES, ReplyTooLarge, read_capped
 from app.engine.upstream.targets import Target, TargetPool
 
 log = logging.getLogger("batchd.upstream")
@@ -38,9 +41,11 @@ async def probe(client: aiohttp.ClientSession, target: Target, model: str, heade
     """What ``GET {url}/models`` says of ``model`` (see :func:`read_models`)."""
     try:
         async with client.get(f"{target.url}/models", headers=headers, timeout=_PROBE_TIMEOUT) as response:
-            status, raw = response.status, await response.read()
+            status, raw = response.status, await read_capped(response, MAX_MODELS_BYTES)
     except (aiohttp.ClientError, TimeoutError) as exc:
         return Probe(UpstreamState.DOWN, repr(exc))
+    except ReplyTooLarge as exc:
+        return Probe(UpstreamState.DOWN, f"GET /models answered {exc}")
     if status != 200:
         return Probe(UpstreamState.DOWN, f"GET /models answered HTTP {status}")
     return read_models(raw, model)
@@ -56,8 +61,13 @@ def read_models(raw: bytes, model: str) -> Probe:
         return Probe(UpstreamState.DOWN, "GET /models did not answer a model list")
     if model not in ids:
         return Probe(UpstreamState.NO_MODEL, f"it serves {sorted(str(i) for i in ids)}, not {model!r}")
-    adapters = {card.get("id") for card in cards if card.get("parent") == model}
-    return Probe(UpstreamState.UP, "", frozenset(a for a in adapters if isinstance(a, str) and a and a != model))
+    listed = {card.get("id") for card in cards if card.get("parent") == model}
+    adapters = sorted(a for a in listed if isinstance(a, str) and a and a != model)
+    if len(adapters) > MAX_ADAPTERS:
+        log.warning(
+            "an upstream of %s lists %d LoRA adapters; serving the first %d", model, len(adapters), MAX_ADAPTERS
+        )
+    return Probe(UpstreamState.UP, "", frozenset(adapters[:MAX_ADAPTERS]))
 
 
 def apply(pool: TargetPool, target: Target, found: Probe) -> None:

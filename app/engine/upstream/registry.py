@@ -42,6 +42,7 @@ from app.engine.upstream.audio_form import audio_form
 from app.engine.upstream.targets import Target, TargetPool
 from app.engine.upstream.tokenize import tokenize_counts
 from app.engine.upstream.transport import Upstream, error_body, send
+from app.scheduling.residency import NO_DEADLINE, Urgency
 
 log = logging.getLogger("batchd.upstream")
 
@@ -231,7 +232,9 @@ class UpstreamRegistry:
         self._no_tokenize.pop(name, None)
         return counts
 
-    async def execute(self, endpoint: str, body: Any, request_id: str, priority: int = 0) -> LineResult:
+    async def execute(
+        self, endpoint: str, body: Any, request_id: str, priority: int = 0, *, urgency: Urgency = NO_DEADLINE
+    ) -> LineResult:
         """Send one line upstream; never raises for the line's own failure (a non-200 result).
         With ``priority:`` on for the model, the line goes with ``"priority": priority`` (in
         place of any it names) to every URL that has not refused it.
@@ -355,7 +358,12 @@ def _pooled_client() -> aiohttp.ClientSession:
     with a select() on each idle one, for each request: 3-12 ms of CPU a line at 128
     connections, where aiohttp's pool takes microseconds.)"""
     connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=30, ttl_dns_cache=300)
-    return aiohttp.ClientSession(connector=connector, headers={"user-agent": USER_AGENT})
+    # Replies as they are, never inflated: each read is capped (app/engine/upstream/replies.py).
+    return aiohttp.ClientSession(
+        connector=connector,
+        headers={"user-agent": USER_AGENT, "accept-encoding": "identity"},
+        auto_decompress=False,
+    )
 
 
 def _headers(spec: UpstreamSpec) -> dict[str, str]:

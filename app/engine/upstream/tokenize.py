@@ -14,10 +14,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import aiohttp
+import orjson
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from app.core.endpoints import CHAT_COMPLETIONS, MESSAGES
 from app.engine.prompt_tokens import estimate, prompt_parts
+from app.engine.upstream.replies import MAX_TOKENIZE_BYTES, ReplyTooLarge, read_capped
 from app.engine.upstream.transport import Upstream
 
 # Requests to /tokenize in flight at once for one chunk of lines.
@@ -74,14 +76,18 @@ async def tokenize_counts(
         _, ids = prompt_parts(endpoint, body)
         try:
             async with client.post(
-                url, json=_request(upstream, endpoint, body), headers=upstream.headers, timeout=_TIMEOUT
+                url,
+                json=_request(upstream, endpoint, body),
+                headers=upstream.headers,
+                timeout=_TIMEOUT,
+                allow_redirects=False,
             ) as response:
                 if response.status in _ABSENT:
                     raise NoTokenize(response.status)
                 if response.status != 200:
                     raise TokenizeFailed(response.status)
-                answer = await response.json(content_type=None)
-        except (aiohttp.ClientError, TimeoutError, ValueError) as error:
+                answer = orjson.loads(await read_capped(response, MAX_TOKENIZE_BYTES))
+        except (aiohttp.ClientError, TimeoutError, ValueError, ReplyTooLarge) as error:
             raise TokenizeFailed(repr(error)) from error
         if not isinstance(answer, dict) or not isinstance(answer.get("count"), int):
             raise TokenizeFailed("no count")

@@ -28,6 +28,7 @@ from app.core.line_errors import LineErrorCode
 from app.core.tracing import with_trace_headers
 from app.engine.config.upstream import UpstreamSpec
 from app.engine.errors import EngineDeadError
+from app.engine.upstream.replies import MAX_REPLY_BYTES, ReplyTooLarge, read_capped
 from app.engine.upstream.targets import Target, TargetPool
 
 log = logging.getLogger("batchd.upstream")
@@ -149,8 +150,9 @@ def refuses_priority(status: int, raw: bytes) -> bool:
 async def _post(
     client: aiohttp.ClientSession, url: str, data: bytes, headers: dict[str, str], timeout: aiohttp.ClientTimeout
 ) -> tuple[int, bytes, str | None]:
-    async with client.post(url, data=data, headers=headers, timeout=timeout) as response:
-        return response.status, await response.read(), response.headers.get("Retry-After")
+    # No redirects: a POST's body is not sent again elsewhere (a 3xx is the line's answer).
+    async with client.post(url, data=data, headers=headers, timeout=timeout, allow_redirects=False) as response:
+        return response.status, await read_capped(response, MAX_REPLY_BYTES), response.headers.get("Retry-After")
 
 
 async def _attempt(
@@ -188,6 +190,13 @@ async def _attempt(
     except aiohttp.ClientError as exc:
         pool.failed(target, repr(exc))
         raise _Retryable("connection error") from None
+    except ReplyTooLarge as exc:
+        # The line's own answer (the same line would get it again): not retried, the URL is well.
+        return 502, error_body(
+            f"The upstream's answer was too large ({exc}); batchd reads at most {exc.limit} bytes of one.",
+            "upstream_error",
+            None,
+        )
     finally:
         pool.release(target)
     body = _json_body(status, raw)

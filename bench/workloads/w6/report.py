@@ -49,7 +49,29 @@ def _twenty_section(name: str, r: dict) -> list[str]:
         *checks_table(r["checks"]),
         "",
     ]
-    for model, m in r["models"].items():
+    out += _model_tables(r["models"])
+    out += [
+        "### Small batches (<= 100 lines), created to completed",
+        "",
+        "At weight share: the time the batch needs at its team's weight share of the fleet while the "
+        "twenty teams have work (a goal under 3 s needs more than that share).",
+        "",
+        "| batch | lines | window | created | weight | status | seconds | at weight share (s) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    out += [
+        f"| {s['batch']} | {s['lines']} | {s['window']} | {s['created']} | {s['weight']} | {s['status']} | "
+        f"{s['seconds']} | {s['seconds_at_weight_share']} |"
+        for s in r["small_batches"]
+    ]
+    out += ["", *_deadline_lines(r["deadline"])]
+    return out
+
+
+def _model_tables(models: dict) -> list[str]:
+    """Each model's shares while all its teams had work, a row a team."""
+    out: list[str] = []
+    for model, m in models.items():
         window = m["common_window_s"]
         out += [
             f"### {model}: shares while all its teams had work ({window[0]}-{window[1]} s after its first line)",
@@ -72,22 +94,23 @@ def _twenty_section(name: str, r: dict) -> list[str]:
                 f"{row['last_line_s']} | {row['priorities']} |"
             )
         out.append("")
-    out += [
-        "### Small batches (<= 100 lines), created to completed",
-        "",
-        "At weight share: the time the batch needs at its team's weight share of the fleet while the "
-        "twenty teams have work (a goal under 3 s needs more than that share).",
-        "",
-        "| batch | lines | window | created | weight | status | seconds | at weight share (s) |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    out += [
-        f"| {s['batch']} | {s['lines']} | {s['window']} | {s['created']} | {s['weight']} | {s['status']} | "
-        f"{s['seconds']} | {s['seconds_at_weight_share']} |"
-        for s in r["small_batches"]
-    ]
-    out += ["", *_deadline_lines(r["deadline"])]
     return out
+
+
+def _two_models_section(r: dict) -> list[str]:
+    created = r["created_s"]
+    return [
+        f"## `two-models`: twenty projects on the first model, five of them also on the second, "
+        f"{r['replicas']} replica",
+        "",
+        f"Each model: a fleet of {r['fleet_per_model']}, `priority: true`. Batches created in order, "
+        f"a create every 50 ms: the first model's from {min(created.values())} s to the second model's last at "
+        f"{max(created.values())} s. {r['wall_seconds']} s in all.",
+        "",
+        *checks_table(r["checks"]),
+        "",
+        *_model_tables(r["models"]),
+    ]
 
 
 def _inprocess_section(r: dict) -> list[str]:
@@ -166,6 +189,8 @@ def _round_lines(results: dict) -> list[str]:
             out += ["## `deadline`", "", *_deadline_lines(r)]
         elif name.startswith("twenty"):
             out += _twenty_section(name, r)
+        elif name == "two-models":
+            out += _two_models_section(r)
         elif name == "inprocess":
             out += _inprocess_section(r)
         else:

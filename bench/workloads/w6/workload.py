@@ -17,9 +17,19 @@ from bench.workloads.w6.plan import TWENTY_PROJECTS
 from bench.workloads.w6.report import render
 from bench.workloads.w6.three import THREE_PROJECTS, deadline, three_projects
 from bench.workloads.w6.twenty import twenty
+from bench.workloads.w6.two_models import CLUSTER, LINES, PROJECTS, two_models
 from harness.tenancy import MODEL
 
-SCENARIOS = ("three", "weighted", "deadline", "three-one-replica", "twenty", "twenty-at-slots", "inprocess")
+SCENARIOS = (
+    "three",
+    "weighted",
+    "deadline",
+    "three-one-replica",
+    "twenty",
+    "twenty-at-slots",
+    "two-models",
+    "inprocess",
+)
 
 
 def run(selected: list[str] | tuple[str, ...], scale: float, work: Path, log: Callable[[str], None] = print) -> dict:
@@ -66,6 +76,9 @@ def run(selected: list[str] | tuple[str, ...], scale: float, work: Path, log: Ca
                     return result
 
                 timed(scenario, both)
+    if "two-models" in selected:  # issue #59: projects with work on two models, one replica
+        with running_cluster(work / "two-models", PROJECTS, held=True, **CLUSTER) as cluster:
+            timed("two-models", lambda: two_models(cluster, max(1, int(LINES * scale))))
     if "inprocess" in selected:
         timed("inprocess", lambda: inprocess(work / "inprocess", scale))
     return results

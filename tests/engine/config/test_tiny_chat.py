@@ -5,7 +5,12 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pytest
+
 from app.engine.config.tiny_chat import build_tiny_chat_model
+
+# Builds the tiny model (torch: ~10 s of CPU to import), no vLLM: not in make test-fast.
+pytestmark = pytest.mark.engine
 
 
 def _digests(folder: Path) -> dict[str, str]:

@@ -1,5 +1,5 @@
-"""Fixtures for engine tests: one registry with the two built-in models per module (the
-module, test_registry.py, runs in its own pytest session: see test_clean_exit.py).
+"""Fixtures for engine tests: one registry with the two built-in models per module
+(test_registry.py).
 
 Engines take tens of seconds to start, so a module starts them once and its
 tests share them. pytest-asyncio is not a dependency: the module owns an event
@@ -21,11 +21,6 @@ import pytest
 # The built-in models are local; never let a load fall back to the network.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-# test_registry.py runs in a pytest session of its own, started by test_clean_exit.py (which
-# checks that session's output ends with its summary); that session sets this variable.
-IN_OWN_SESSION = "BATCHD_REGISTRY_TESTS_SESSION"
-collect_ignore = [] if os.environ.get(IN_OWN_SESSION) == "1" else ["test_registry.py"]
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,7 @@
 """EngineRegistry against real vLLM engines on the two built-in models.
 
 Engines start once for the module (see conftest). The engine-death test must
-stay last: it kills the engines the other tests share. The module runs in a pytest session of
-its own, started by test_clean_exit.py; to run it alone:
-`BATCHD_REGISTRY_TESTS_SESSION=1 pytest tests/engine/local/test_registry.py`.
+stay last: it kills the engines the other tests share.
 """
 
 from __future__ import annotations
@@ -311,6 +309,7 @@ FAST_LINES = [
             {"role": "user", "content": [{"type": "text", "text": "Two"}, {"type": "text", "text": "parts"}]},
         ],
     },
+    chat_body(cache_salt="a-projects-salt"),  # every line batchd runs has one (app/pipeline/cache_salt.py)
 ]
 # Lines the lean path leaves to the serving class (what they need, or an error it reports).
 SERVING_LINES = [
@@ -369,18 +368,18 @@ def test_fast_chat_path_passes_the_serving_class_sampling(registry, run, monkeyp
     sent = []
 
     def recording(prompt, params, request_id, **kwargs):
-        sent.append((prompt["prompt_token_ids"], repr(params), kwargs.get("priority")))
+        sent.append((prompt["prompt_token_ids"], prompt.get("cache_salt"), repr(params), kwargs.get("priority")))
         raise RuntimeError("stop here")
 
     monkeypatch.setattr(engine.llm, "generate", recording)
-    body = chat_body(max_tokens=None, priority=3)
+    body = chat_body(max_tokens=None, priority=3, cache_salt="the-projects-salt")
     fast = engine.fast_chat
     replies = [run(engine.run(CHAT, copy.deepcopy(body)))]
     monkeypatch.setattr(engine, "fast_chat", None)
     replies.append(run(engine.run(CHAT, copy.deepcopy(body))))
     assert replies[0] == replies[1] and replies[0][0] == 500
-    assert sent[0] == sent[1]
-    assert f"max_tokens={2048 - len(sent[0][0])}," in sent[0][1]
+    assert sent[0] == sent[1] and sent[0][1] == "the-projects-salt"  # the salt reaches the engine
+    assert f"max_tokens={2048 - len(sent[0][0])}," in sent[0][2]
     assert fast is not None
 
 

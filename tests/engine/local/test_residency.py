@@ -5,7 +5,9 @@ budget of one), the earlier deadline goes first, and every line runs exactly onc
 from __future__ import annotations
 
 import asyncio
+import time
 
+from app.engine.errors import EngineUnavailableError
 from app.engine.local.residency import Residency
 from app.scheduling.residency import Urgency
 
@@ -110,3 +112,96 @@ def test_busy_models_with_no_deadline_between_them_take_turns_after_the_minimum_
     # Turns of 0.2 s at least, each costing two fake loads of 10 ms: a handful, not hundreds.
     assert 2 <= len(swaps) <= 8, engines.events
     assert {model for model, _ in engines.ran} == {"a", "b"}
+
+
+def test_single_requests_to_another_model_wait_for_a_busy_engine_and_a_flex_one_gives_up_in_time():
+    """A busy 24h batch on `a`, background responses to `b` every 0.15 s (35 s, compressed): none
+    swaps `a` out while it is busy; they run once it is idle. A flex request that cannot start
+    within its wait fails (its call answers 429) instead of waiting for `a` to be done."""
+
+    async def scenario():
+        engines = Engines({"a"})
+        residency = Residency({"a": True, "b": False}, 1, 0.1, engines.load, engines.unload, min_load_interval=0.0)
+        residency.start(["a"])
+        stop = asyncio.Event()
+
+        async def batch() -> None:
+            count = 0
+            while not stop.is_set():
+                await _line(residency, engines, "a", count, DAY)
+                count += 1
+
+        async def flex() -> str:
+            urgency = Urgency(deadline=time.time() + 60, single=True, start_by=time.time() + 0.3)
+            try:
+                await _line(residency, engines, "b", -1, urgency)
+            except EngineUnavailableError as exc:
+                return exc.code
+            return "ran"
+
+        try:
+            streams = [asyncio.create_task(batch()) for _ in range(4)]
+            responses = []
+            flexed = asyncio.create_task(flex())
+            for number in range(8):
+                await asyncio.sleep(0.15)
+                single = Urgency(deadline=time.time() + 60, single=True)
+                responses.append(asyncio.create_task(_line(residency, engines, "b", number, single)))
+            events_while_busy = list(engines.events)
+            stop.set()
+            await asyncio.wait_for(asyncio.gather(*streams, *responses), 10)
+            return engines, events_while_busy, await flexed
+        finally:
+            await residency.close()
+
+    engines, events_while_busy, flexed = asyncio.run(scenario())
+    assert events_while_busy == []  # 1.2 s of `a`'s turn, 12 times its minimum residency
+    assert engines.events == ["unload a", "load b"]
+    assert sorted(n for model, n in engines.ran if model == "b") == list(range(8))
+    assert flexed == "engine_unavailable"
+
+
+def test_a_model_is_not_loaded_in_place_of_a_busy_engine_again_within_the_min_load_interval():
+    """One-line 1h batches to `b` every 0.05 s while a 24h batch keeps `a` busy: each preempts
+    `a` after its minimum residency (0.05 s), but `b` is loaded at most once per 0.5 s."""
+
+    async def scenario():
+        engines = Engines({"a"})
+        residency = Residency({"a": True, "b": False}, 1, 0.05, engines.load, engines.unload, min_load_interval=0.5)
+        residency.start(["a"])
+        stop = asyncio.Event()
+        loads_at: list[float] = []
+        load = engines.load
+
+        async def timed_load(name: str) -> None:
+            await load(name)
+            if name == "b":
+                loads_at.append(time.monotonic())
+
+        residency._load = timed_load
+
+        async def batch() -> None:
+            count = 0
+            while not stop.is_set():
+                await _line(residency, engines, "a", count, DAY)
+                count += 1
+
+        try:
+            streams = [asyncio.create_task(batch()) for _ in range(4)]
+            started = time.monotonic()
+            lines = []
+            while time.monotonic() - started < 1.6:
+                await asyncio.sleep(0.05)
+                lines.append(asyncio.create_task(_line(residency, engines, "b", len(lines), HOUR)))
+            busy_loads = list(loads_at)  # an idle `a` gives way at once: only these are preemptions
+            stop.set()
+            await asyncio.wait_for(asyncio.gather(*streams, *lines), 10)
+        finally:
+            await residency.close()
+        return busy_loads, engines, len(lines)
+
+    loads_at, engines, sent = asyncio.run(scenario())
+    gaps = [later - earlier for earlier, later in zip(loads_at, loads_at[1:], strict=False)]
+    assert 2 <= len(loads_at) <= 4, loads_at  # 1.6 s: a load of b at most every 0.5 s (~32 lines sent)
+    assert all(gap >= 0.5 for gap in gaps), gaps
+    assert sorted(n for model, n in engines.ran if model == "b") == list(range(sent))

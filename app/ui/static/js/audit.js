@@ -9,7 +9,7 @@ import { projectLink } from "./projects.js";
 
 const PAGE_SIZE = 20;
 const REFRESH_MS = 5000;
-// The events batchd records (app/services/audit_log.py), under OpenAI's names.
+// The events batchd records (app/domains/organization/audit_log.py), under OpenAI's names.
 const EVENT_TYPES = [
   "project.created", "project.updated", "project.archived",
   "service_account.created", "service_account.deleted",

@@ -36,6 +36,8 @@ export function batchPage(root, ctx, batchId, params) {
   let batch = null;
   const cancelButton = h("button", { id: "cancel-batch", class: "danger", type: "button", hidden: true,
     onclick: () => cancel(batch, message, ctx, scope) }, "Cancel batch");
+  const pauseButton = h("button", { id: "pause-batch", type: "button", hidden: true,
+    onclick: () => pauseOrResume(batch, message, ctx, scope) }, "Pause");
   const retryButton = h("button", { id: "retry-batch", type: "button", hidden: true,
     onclick: () => retry(batch, message, scope) }, "Retry failed lines");
   const origin = h("p", { id: "retry-of", class: "muted", hidden: true });
@@ -43,7 +45,7 @@ export function batchPage(root, ctx, batchId, params) {
   const body = h("div", {}, h("p", { class: "muted" }, "Loading…"));
   const filesSection = h("div", { id: "batch-files" });
   const page = h("div", { id: "batch", dataset: { batchId } },
-    h("div", { class: "title-row" }, h("h1", {}, batchId), status, h("span", { class: "spacer" }), cancelButton, retryButton),
+    h("div", { class: "title-row" }, h("h1", {}, batchId), status, h("span", { class: "spacer" }), pauseButton, cancelButton, retryButton),
     origin, message, body, filesSection, results.element);
   replace(root, h("p", {}, h("a", { href: "#/batches" }, "← Batches")), page);
   const files = new Map(); // file id -> file object (metadata fetched once)
@@ -59,8 +61,10 @@ export function batchPage(root, ctx, batchId, params) {
     sample(batch);
     await loadFiles(batch, files, scope);
     page.dataset.status = batch.status;
-    replace(status, statusBadge(batch.status));
+    replace(status, statusBadge(batch.status), ...(batch.paused_at ? [h("span", { class: "muted" }, " paused")] : []));
     cancelButton.hidden = !CANCELLABLE.has(batch.status);
+    pauseButton.hidden = batch.status !== "in_progress";
+    pauseButton.textContent = batch.paused_at ? "Resume" : "Pause";
     retryButton.hidden = !retryable(batch);
     if (batch.retry_of && origin.hidden) {
       replace(origin, "Retry of ", h("a", { href: `#/batch/${encodeURIComponent(batch.retry_of)}` }, batch.retry_of));
@@ -96,6 +100,19 @@ async function cancel(batch, message, ctx, scope) {
   try {
     const updated = await api(`/batches/${encodeURIComponent(batch.id)}/cancel${scope}`, { method: "POST" });
     replace(message, h("p", { class: "notice" }, `Cancel requested: ${updated.status}.`));
+  } catch (error) {
+    replace(message, errorBox(error));
+  }
+  ctx.refresh();
+}
+
+// A paused batch stays in_progress with `paused_at` set: no line of it starts until it is resumed.
+async function pauseOrResume(batch, message, ctx, scope) {
+  const action = batch.paused_at ? "resume" : "pause";
+  try {
+    const updated = await api(`/batches/${encodeURIComponent(batch.id)}/${action}${scope}`, { method: "POST" });
+    const text = updated.paused_at ? "Paused: lines in flight finish, no new line starts." : "Resumed.";
+    replace(message, h("p", { class: "notice" }, text));
   } catch (error) {
     replace(message, errorBox(error));
   }

@@ -1,0 +1,1 @@
+"""Feature domains: each holds its routes, schemas, rules (service) and SQL (repository)."""

@@ -1,0 +1,1 @@
+"""The served models, their queue and load as the API shows them."""

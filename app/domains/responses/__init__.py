@@ -1,0 +1,1 @@
+"""Background Responses, flex processing and the single-requests list: one lane, one folder."""

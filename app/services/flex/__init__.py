@@ -1,1 +1,0 @@
-"""Flex processing: synchronous requests run through the batch queue."""

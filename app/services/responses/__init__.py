@@ -1,1 +1,0 @@
-"""Background Responses over the batch machinery."""
