@@ -64,6 +64,10 @@ class Settings(BaseSettings):
     reference (`POST /v1/files` with `{"purpose", "url": "s3://..."}`, read with batchd's own S3
     credentials); a project's own prefixes are added with `batchd projects set NAME --allow-uri`;
     empty: none server-wide."""
+    import_timeout_seconds: float = Field(default=1800.0, gt=0)
+    """The longest one file import by reference may take, first byte to last, the URL's fetch or
+    the S3 read alike: an import still going then fails with `import_timeout` and nothing of it is
+    kept (a server trickling bytes cannot hold a request and its blob writer for hours)."""
     max_write_seconds: float = Field(default=6 * 3600.0, gt=0)
     """The longest one write into an S3 store may take (a file or part upload, a batch's results); a
     write still going then fails. The sweep aborts an S3 multipart upload no writer of its

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 import unicodedata
 import uuid
@@ -200,14 +201,22 @@ class FileService:
             raise InvalidRequest("Invalid file format for Batch API. Must be .jsonl")
         file_id = new_file_id()
         blob = self.store.new_writer(project, file_id)
+        deadline = self.settings.import_timeout_seconds
         try:
-            async with aclosing(chunks):
-                async for chunk in chunks:
-                    blob.write(chunk)
+            try:
+                async with asyncio.timeout(deadline), aclosing(chunks):
+                    async for chunk in chunks:
+                        blob.write(chunk)
+                        await blob.drain()
+                        if blob.size > limit:
+                            raise self._too_large(purpose)
                     await blob.drain()
-                    if blob.size > limit:
-                        raise self._too_large(purpose)
-            await blob.drain()
+            except TimeoutError:
+                raise InvalidRequest(
+                    f"The import did not finish within {deadline:g} seconds (BATCHD_IMPORT_TIMEOUT_SECONDS).",
+                    param="url",
+                    code="import_timeout",
+                ) from None
             await check_upload(self.session, self.settings, project, blob.size)
         except BaseException:
             await blob.discard()

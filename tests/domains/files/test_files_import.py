@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import http.server
 import threading
+import time
 
 import openai
 import pytest
+
+from harness.poll import wait_until
+from tests.conftest import API_KEYS_ENV
+from tests.support.hostile_receivers import HostileReceiver
 
 BODY = b"".join(
     b'{"custom_id": "r%d", "method": "POST", "url": "/v1/chat/completions", "body": {}}\n' % i for i in range(2000)
@@ -68,3 +73,23 @@ def test_openapi_documents_the_json_body(fake_server):
     content = spec["paths"]["/v1/files"]["post"]["requestBody"]["content"]
     assert "multipart/form-data" in content
     assert content["application/json"]["schema"]["required"] == ["purpose", "url"]
+
+
+def test_an_import_that_trickles_is_cut_at_its_deadline(start_app):
+    """A source that sends one byte every 0.2 s (each read well inside httpx's read timeout) holds
+    the import only until BATCHD_IMPORT_TIMEOUT_SECONDS: the request then fails and batchd hangs up."""
+    app = start_app(
+        {"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_OUTBOUND_ALLOW": "127.0.0.1", "BATCHD_IMPORT_TIMEOUT_SECONDS": "2"}
+    )
+    client = app.client("key-a")
+    with HostileReceiver("trickle") as source:
+        started = time.monotonic()
+        with pytest.raises(openai.BadRequestError) as cut:
+            client.post("/files", body={"purpose": "batch", "url": source.url + ".jsonl"}, cast_to=dict)
+        took = time.monotonic() - started
+        assert cut.value.body["code"] == "import_timeout"
+        assert "2 seconds" in cut.value.body["message"]
+        # Cut by the deadline: the trickle never ends and each read is well inside its timeout.
+        assert took >= 2
+        wait_until(lambda: source.hung_up, timeout=30)
+    assert client.files.list().data == []  # nothing of the cut import is kept
