@@ -38,8 +38,9 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
 
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
-    if page.file.src_uri == "configuration.md" and settings_table.page_table(markdown) != settings_table.table():
-        raise PluginError("docs/configuration.md: the settings table is stale; run python scripts/settings_table.py")
-    if page.file.src_uri == "observability.md" and metrics_table.page_table(markdown) != metrics_table.table():
-        raise PluginError("docs/observability.md: the metrics table is stale; run python scripts/metrics_table.py")
+    generated = {"configuration.md": settings_table.GENERATED, "observability.md": metrics_table.GENERATED}
+    table = generated.get(page.file.src_uri)
+    reason = table.stale(markdown) if table else None
+    if reason:
+        raise PluginError(reason)
     return markdown
