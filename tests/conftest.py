@@ -69,6 +69,11 @@ if os.environ.get("BATCHD_TEST_BACKENDS"):
 
 # Apps in process are cheap to repeat: tests on them run on every backend.
 IN_PROCESS = {"server", "fake_server", "start_app", "hooks_server"}
+# Tests whose point is the engine (they take a VLLM_FIXTURES fixture) run on one backend: what
+# the database and the blob store do with their lines is the same as with the fake engine, which
+# runs on every backend. A test whose point is both (replicas sharing Postgres and S3) names
+# its backend itself (`@pytest.mark.parametrize("backend", ["postgres-s3"], indirect=True)`).
+ENGINE_BACKENDS = BACKENDS[:1]
 
 
 def _parametrizes_backend_itself(metafunc) -> bool:
@@ -81,7 +86,10 @@ def _parametrizes_backend_itself(metafunc) -> bool:
 def pytest_generate_tests(metafunc):
     if "backend" in metafunc.fixturenames and not _parametrizes_backend_itself(metafunc):
         cheap = IN_PROCESS & set(metafunc.fixturenames) or metafunc.definition.get_closest_marker("all_backends")
-        metafunc.parametrize("backend", CHEAP_BACKENDS if cheap else BACKENDS, indirect=True, scope="session")
+        backends = CHEAP_BACKENDS if cheap else BACKENDS
+        if VLLM_FIXTURES & set(metafunc.fixturenames):
+            backends = ENGINE_BACKENDS
+        metafunc.parametrize("backend", backends, indirect=True, scope="session")
 
 
 # The fixtures that start vLLM engines (in process, or in `batchd serve` or `vllm serve`
@@ -299,7 +307,7 @@ def receiver():
 @pytest.fixture(scope="session")
 def model_server(start_server, tmp_path_factory) -> ServerProcess:
     """A server running the two built-in models and the built-in LoRA adapter as `tl` (engines
-    start once per session and backend).
+    start once per session, on SQLite: ENGINE_BACKENDS).
     A 3-second completion window exists for expiry tests; batches are capped at 3000 lines; the
     chat engine runs 16 sequences at a time, so a few hundred lines already queue up. It exports
     traces to the session's OTLP receiver (tests/e2e/test_traces.py)."""
