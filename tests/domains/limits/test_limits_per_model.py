@@ -9,7 +9,8 @@ fleet, answering /tokenize with a token per character of the messages' text):
   the next line asks /tokenize again.
 - A project may be limited to some completion windows (`batchd projects set --completion-windows`).
 - A LoRA adapter the fleet lists (`tl-up`, parent `chat-a`) is limited and booked under its own
-  served name, apart from its base."""
+  served name, apart from its base.
+- A mixed-model batch's line on a model its project may not use fails alone."""
 
 from __future__ import annotations
 
@@ -288,3 +289,40 @@ def test_mixed_model_batch_runs_each_line_on_its_model(setup):
         m="no-such-model",
     )
     assert [(model, int(n)) for model, n in usage] == [("chat-a", 1), ("chat-b", 1), (ADAPTER, 1)]
+
+
+def test_a_mixed_batch_line_on_a_model_the_project_may_not_use_fails_alone(setup):
+    """A project denied `chat-b`: in a mixed batch, its `chat-b` line fails as OpenAI answers a
+    model one may not use (404 `model_not_found`) and never reaches the engines; the `chat-a`
+    line completes."""
+    server, _, _ = setup
+    _batchd(server, "projects", "set", "proj-batch-list", "--max-enqueued-tokens", "default")  # its row
+    denied = db.execute(
+        server,
+        "UPDATE projects SET model_permissions_mode = 'deny_list', model_ids = :ids WHERE name = :p RETURNING name",
+        ids='["chat-b"]',
+        p="proj-batch-list",
+    )
+    assert denied == [("proj-batch-list",)]
+    client = server.client("key-batch-list", max_retries=2)
+    lines = [
+        {
+            "custom_id": custom_id,
+            "method": "POST",
+            "url": "/v1/chat/completions",
+            "body": {"model": model, "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]},
+        }
+        for custom_id, model in (("allowed", "chat-a"), ("denied", "chat-b"))
+    ]
+    batch = wait_for(client, create(client, lines, extra_body={"allow_mixed_models": True}).id)
+    assert batch.status == "completed", batch.errors
+    assert (batch.request_counts.completed, batch.request_counts.failed) == (1, 1)
+    output, errors = results_by_custom_id(client, batch)
+    assert list(output) == ["allowed"] and output["allowed"]["response"]["status_code"] == 200
+    assert list(errors) == ["denied"]
+    assert errors["denied"]["response"]["status_code"] == 404
+    assert errors["denied"]["response"]["body"]["error"]["code"] == "model_not_found"
+    usage = db.execute(
+        server, "SELECT model, SUM(requests) FROM usage_minutes WHERE batch_id = :b GROUP BY model", b=batch.id
+    )
+    assert [(model, int(n)) for model, n in usage] == [("chat-a", 1)]
