@@ -56,19 +56,13 @@ API_KEYS_ENV = ",".join(f"{k}={p}" for k, p in KEYS.items())
 
 
 # Backends: a database and a blob store. Every test that takes one runs on SQLite + the local
-# directory and on Postgres + S3 (SeaweedFS); tests of the no-model servers (Files and Batches API
-# suites, cheap to repeat) also run on Postgres + the local directory. Model servers, the costly
-# part, thus start once per database, and the Postgres one stores its blobs in S3.
+# directory and on Postgres + S3 (SeaweedFS); the database and the blob store are independent
+# layers, so Postgres with local blobs is left to the tests that name it (the front door, the
+# Administration API, idempotency). BATCHD_TEST_BACKENDS=sqlite (make test-fast) runs every
+# backend-parametrized test on those only.
 BACKENDS = ["sqlite", "postgres-s3"]
-CHEAP_BACKENDS = ["sqlite", "postgres", "postgres-s3"]
-# BATCHD_TEST_BACKENDS=sqlite (make test-fast) runs every backend-parametrized test on those only.
 if os.environ.get("BATCHD_TEST_BACKENDS"):
-    _ONLY = os.environ["BATCHD_TEST_BACKENDS"].split(",")
-    BACKENDS, CHEAP_BACKENDS = [b for b in BACKENDS if b in _ONLY], [b for b in CHEAP_BACKENDS if b in _ONLY]
-
-
-# Apps in process are cheap to repeat: tests on them run on every backend.
-IN_PROCESS = {"server", "fake_server", "start_app", "hooks_server"}
+    BACKENDS = [b for b in BACKENDS if b in os.environ["BATCHD_TEST_BACKENDS"].split(",")]
 # Tests whose point is the engine (they take a VLLM_FIXTURES fixture) run on one backend: what
 # the database and the blob store do with their lines is the same as with the fake engine, which
 # runs on every backend. A test whose point is both (replicas sharing Postgres and S3) names
@@ -85,10 +79,7 @@ def _parametrizes_backend_itself(metafunc) -> bool:
 
 def pytest_generate_tests(metafunc):
     if "backend" in metafunc.fixturenames and not _parametrizes_backend_itself(metafunc):
-        cheap = IN_PROCESS & set(metafunc.fixturenames) or metafunc.definition.get_closest_marker("all_backends")
-        backends = CHEAP_BACKENDS if cheap else BACKENDS
-        if VLLM_FIXTURES & set(metafunc.fixturenames):
-            backends = ENGINE_BACKENDS
+        backends = ENGINE_BACKENDS if VLLM_FIXTURES & set(metafunc.fixturenames) else BACKENDS
         metafunc.parametrize("backend", backends, indirect=True, scope="session")
 
 
@@ -102,7 +93,6 @@ VLLM_FIXTURES = {"model_server", "vllm_servers", "registry"}
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "all_backends: also run on Postgres with local blobs")
     config.addinivalue_line("markers", "ends_model_server: stops its backend's shared model server")
     config.addinivalue_line(
         "markers", "engine: starts an engine, a server with models or an e2e `batchd serve` (not in make test-fast)"
