@@ -102,7 +102,8 @@ def test_health_live_answers_within_a_second_during_a_200_mb_create(capped):
     assert response.status_code == 200, response.text[:500]
     assert response.json()["request_counts"]["processing"] == 200
     assert len(waits) >= 5, f"the create took {took:.1f} s: too quick to probe"
-    # A second, or a quarter of the create on a slow hour: CI runs this beside engines on 2 cores,
-    # where every thread of the process waits, the create's as much as the probe's (a CI run saw
-    # more than a second).
-    assert max(waits) < max(1.0, took / 4), f"/health/live waited {max(waits):.2f} s during the {took:.1f} s create"
+    # A second, or half the create on a slow hour: CI runs this beside engines on 2 cores, where
+    # every thread of the process waits, the create's as much as the probe's (CI runs saw 1.5 s
+    # of a 4.2 s create). A loop held by the create's parse, walk and rewrite of 200 MB waits
+    # through most of it.
+    assert max(waits) < max(1.0, took / 2), f"/health/live waited {max(waits):.2f} s during the {took:.1f} s create"
