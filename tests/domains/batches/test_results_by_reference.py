@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import uuid
 from collections import defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,6 +18,7 @@ import openai
 import pytest
 from aiobotocore.session import get_session
 
+from app.background.exporter import Exporter
 from app.domains.batches import export
 from harness.seaweedfs import ACCESS_KEY, REGION, SECRET_KEY, ensure_bucket
 from harness.seaweedfs import client as s3_client
@@ -202,6 +204,28 @@ def test_a_receiver_that_always_fails_leaves_the_export_failed(app: AppServer, r
     # The batch itself completed, and its files download as usual.
     assert done.status == "completed" and client.batches.retrieve(batch.id).status == "completed"
     assert client.files.content(done.output_file_id).read().count(b"\n") == 5
+
+
+def test_replicas_racing_make_each_attempt_once(app: AppServer, receiver: PutReceiver):
+    """Three more exporters on the app's database beside its own, as replicas would be: each
+    attempt is claimed by one of them (the receiver sees exactly the allowed attempts)."""
+    client = app.client("key-a")
+    run = uuid.uuid4().hex
+    batch = create(client, _lines("race"), extra_body={"output_urls": {"output": receiver.url(f"/always-fail/{run}")}})
+    runtime = app.runtime
+
+    async def race() -> None:
+        exporters = [Exporter(runtime.db, runtime.store, runtime.settings) for _ in range(3)]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and receiver.attempts[f"/always-fail/{run}"] < MAX_ATTEMPTS:
+            await asyncio.gather(*(exporter.export_due() for exporter in exporters))
+            await asyncio.sleep(0.01)
+        await asyncio.gather(*(task for exporter in exporters for task in list(exporter._running)))
+
+    app.call(race)
+    _, exported = _exported(client, batch.id)
+    assert exported["status"] == "failed" and exported["attempts"] == MAX_ATTEMPTS
+    assert receiver.attempts[f"/always-fail/{run}"] == MAX_ATTEMPTS
 
 
 def test_an_output_uri_outside_the_allowed_prefixes_is_403_and_nothing_is_created(app: AppServer, bucket: str):
