@@ -62,8 +62,8 @@ class Settings(BaseSettings):
     import_allowed_uris: str = ""
     """`s3://bucket/prefix/` URIs, comma-separated, under which any project may import a file by
     reference (`POST /v1/files` with `{"purpose", "url": "s3://..."}`, read with batchd's own S3
-    credentials); a project's own prefixes are added with `batchd projects set NAME --allow-uri`;
-    empty: none server-wide."""
+    credentials), and where a batch's results may be written (`output_uri`); a project's own
+    prefixes are added with `batchd projects set NAME --allow-uri`; empty: none server-wide."""
     import_timeout_seconds: float = Field(default=1800.0, gt=0)
     """The longest one file import by reference may take, first byte to last, the URL's fetch or
     the S3 read alike: an import still going then fails with `import_timeout` and nothing of it is

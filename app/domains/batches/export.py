@@ -198,10 +198,12 @@ async def _put(policy: OutboundPolicy, url: str, chunks: AsyncIterator[bytes], f
     headers = {"content-length": str(file.size)}
     try:
         async with guarded_client(policy, timeout=HTTP_TIMEOUT_S, follow_redirects=False) as client:
-            response = await client.put(url, content=chunks, headers=headers)
+            # Streamed, and the reply's body never read: only its status counts.
+            async with client.stream("PUT", url, content=chunks, headers=headers) as response:
+                status = response.status_code
     except OutboundRefused as exc:
         raise ExportFailed("url_refused", f"The {file.kind} URL was refused: {exc}") from None
-    except httpx.HTTPError as exc:
-        raise ExportFailed("http_error", f"PUT of the {file.kind} file failed: {type(exc).__name__}: {exc}") from None
-    if not 200 <= response.status_code < 300:
-        raise ExportFailed("http_status", f"The {file.kind} URL answered HTTP {response.status_code}.")
+    except httpx.HTTPError as exc:  # the kind of failure, not what a reached server said
+        raise ExportFailed("http_error", f"The PUT of the {file.kind} file failed ({type(exc).__name__}).") from None
+    if not 200 <= status < 300:
+        raise ExportFailed("http_status", f"The {file.kind} URL answered HTTP {status}.")
