@@ -19,6 +19,7 @@ import pytest
 from aiobotocore.session import get_session
 
 from app.background.exporter import Exporter
+from app.db.repositories.batches import BatchRepository
 from app.domains.batches import export
 from harness.seaweedfs import ACCESS_KEY, REGION, SECRET_KEY, ensure_bucket
 from harness.seaweedfs import client as s3_client
@@ -88,7 +89,12 @@ def receiver():
 
 
 @pytest.fixture(scope="module")
-def app(start_app, seaweedfs, bucket) -> AppServer:
+def engines() -> FakeEngines:
+    return FakeEngines()
+
+
+@pytest.fixture(scope="module")
+def app(start_app, seaweedfs, bucket, engines) -> AppServer:
     return start_app(
         {
             "BATCHD_API_KEYS": API_KEYS_ENV,
@@ -102,7 +108,7 @@ def app(start_app, seaweedfs, bucket) -> AppServer:
             "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
             "AWS_DEFAULT_REGION": REGION,
         },
-        engines=FakeEngines(),
+        engines=engines,
     )
 
 
@@ -226,6 +232,37 @@ def test_replicas_racing_make_each_attempt_once(app: AppServer, receiver: PutRec
     _, exported = _exported(client, batch.id)
     assert exported["status"] == "failed" and exported["attempts"] == MAX_ATTEMPTS
     assert receiver.attempts[f"/always-fail/{run}"] == MAX_ATTEMPTS
+
+
+def test_an_attempt_a_dead_replica_held_counts_and_the_next_follows_its_lease(
+    app: AppServer, engines: FakeEngines, receiver: PutReceiver
+):
+    """A replica that claimed an attempt and died (here: the claim alone, nothing sent) holds the
+    export until its lease runs out; then the app's exporter makes the next attempt."""
+    client = app.client("key-a")
+    run = uuid.uuid4().hex
+    engines.hold()
+    try:
+        batch = create(
+            client,
+            [chat_line("lease-0", text="fake:hold")],
+            extra_body={"output_urls": {"output": receiver.url(f"/{run}/out")}},
+        )
+
+        held_until = time.time() + 1.5
+
+        async def claim() -> bool:
+            async with app.runtime.db.write() as session:
+                return await BatchRepository(session).claim_export(batch.id, 0, time.time(), held_until)
+
+        assert app.call(claim)  # the batch runs: nothing else could have claimed it yet
+    finally:
+        engines.release()
+    done, exported = _exported(client, batch.id)
+    assert time.time() >= held_until  # not before the lease ran out
+    assert exported == {"status": "completed", "output_urls": ["output"], "attempts": 2, "error": None}
+    assert receiver.attempts[f"/{run}/out"] == 1
+    assert receiver.bodies[f"/{run}/out"] == client.files.content(done.output_file_id).read()
 
 
 def test_an_output_uri_outside_the_allowed_prefixes_is_403_and_nothing_is_created(app: AppServer, bucket: str):
