@@ -91,10 +91,7 @@ class BatchService:
         params = await self._checked_params(project, request)
         # The URL checks resolve DNS: before the first query opens the (write) transaction.
         hook_url = await self._webhook_url(params.webhook.url) if params.webhook else None
-        if params.output_urls:
-            await export.check_put_urls(params.output_urls, self.settings.outbound_policy())
-        if params.output_uri:
-            await export.check_output_uri(self.session, self.settings, project, params.output_uri)
+        await self._check_destination(project, params)
         await check_batch_create(self.session, self.settings, project)
         now = int(time.time())
         input_file = await self._input_file(project, params.input_file_id)
@@ -145,10 +142,19 @@ class BatchService:
         except webhook_urls.UnsafeUrl as exc:
             raise InvalidRequest(f"Invalid 'webhook.url': {exc}", param="webhook.url", code="invalid_url") from None
 
+    async def _check_destination(self, project: str, params: CreateParams) -> None:
+        """The results' destination (results by reference), if any: an `output_uri` the project
+        may write under (403), `output_urls` the outbound policy allows now (400)."""
+        if params.output_urls:
+            await export.check_put_urls(params.output_urls, self.settings.outbound_policy())
+        if params.output_uri:
+            await export.check_output_uri(self.session, self.settings, project, params.output_uri)
+
     async def checked(self, project: str, request: BatchCreateRequest) -> CheckedRequest:
         """Create's checks of `request`, with the same errors, but for the project's limit on
         active batches (an estimate holds none)."""
         params = await self._checked_params(project, request)
+        await self._check_destination(project, params)
         return CheckedRequest(params, await self._input_file(project, params.input_file_id))
 
     async def _checked_params(self, project: str, request: BatchCreateRequest) -> CreateParams:

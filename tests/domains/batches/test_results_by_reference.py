@@ -236,6 +236,12 @@ def test_an_output_uri_outside_the_allowed_prefixes_is_403_and_nothing_is_create
         assert refused.value.code == "uri_not_allowed" and refused.value.param == "output_uri"
         assert "BATCHD_IMPORT_ALLOWED_URIS" in refused.value.message
     assert [b.id for b in client.batches.list()] == before
+    # A quote refuses it as create would.
+    body = {"input_file_id": file.id, "endpoint": "/v1/chat/completions", "completion_window": "24h"}
+    quoted = app.http.post(
+        "/v1/batches/estimate", headers=app.as_key("key-b"), json={**body, "output_uri": f"s3://{bucket}/private/"}
+    )
+    assert quoted.status_code == 403 and quoted.json()["error"]["code"] == "uri_not_allowed", quoted.text
 
 
 @pytest.mark.parametrize(
