@@ -62,12 +62,22 @@ class Settings(BaseSettings):
     import_allowed_uris: str = ""
     """`s3://bucket/prefix/` URIs, comma-separated, under which any project may import a file by
     reference (`POST /v1/files` with `{"purpose", "url": "s3://..."}`, read with batchd's own S3
-    credentials); a project's own prefixes are added with `batchd projects set NAME --allow-uri`;
-    empty: none server-wide."""
+    credentials), and where a batch's results may be written (`output_uri`); a project's own
+    prefixes are added with `batchd projects set NAME --allow-uri`; empty: none server-wide."""
     import_timeout_seconds: float = Field(default=1800.0, gt=0)
     """The longest one file import by reference may take, first byte to last, the URL's fetch or
     the S3 read alike: an import still going then fails with `import_timeout` and nothing of it is
     kept (a server trickling bytes cannot hold a request and its blob writer for hours)."""
+    export_max_attempts: int = Field(default=5, ge=1)
+    """Attempts at copying an ended batch's files to its `output_uri` or `output_urls` (results by
+    reference) before its export is `failed` with the last attempt's error."""
+    export_retry_base_seconds: float = Field(default=10.0, gt=0)
+    """The wait before an export's second attempt; it doubles after each one (at most an hour)."""
+    export_timeout_seconds: float = Field(default=3600.0, gt=0)
+    """The longest one export attempt may take, every file of the batch, first byte to last; an
+    attempt still going then fails (and is retried)."""
+    export_poll_seconds: float = Field(default=2.0, gt=0)
+    """How often each server looks for ended batches whose files are due to be exported."""
     max_write_seconds: float = Field(default=6 * 3600.0, gt=0)
     """The longest one write into an S3 store may take (a file or part upload, a batch's results); a
     write still going then fails. The sweep aborts an S3 multipart upload no writer of its

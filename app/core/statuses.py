@@ -23,6 +23,15 @@ class BatchStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
+class ExportStatus(StrEnum):
+    """A batch's export of its files to its `output_uri` / `output_urls` (batchd's results by
+    reference); a batch without one has none (NULL)."""
+
+    PENDING = "pending"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
 # Still moving: its input file is in use and it counts against the project's quota.
 ACTIVE_BATCH_STATUSES = (
     BatchStatus.VALIDATING,

@@ -14,6 +14,7 @@ from app.api import health
 from app.api import metrics as metrics_api
 from app.api.deps import reject_unclean_input
 from app.api.runtime import Runtime, install_runtime
+from app.background.exporter import Exporter
 from app.background.loop_watch import LoopWatch
 from app.background.model_publisher import publish_models_forever
 from app.background.sweeper import STALE_TEMP_SECONDS, sweep_forever
@@ -148,12 +149,14 @@ def create_app(settings: Settings | None = None, engines: Engines | None = None)
         sweeper = asyncio.create_task(sweep_forever(db, store, settings))
         # Webhook deliveries never wait on the worker, nor it on them: they share only the outbox.
         sender = asyncio.create_task(WebhookSender(db, settings).run_forever())
+        # Results by reference: ended batches' files copied to their output_uri / output_urls.
+        exporter = asyncio.create_task(Exporter(db, store, settings).run_forever())
         # Engines take a while to load: serve files and /health (503 "starting") meanwhile.
         # `batchd serve` sets app.state.on_engines_failed: engines that cannot start stop the server.
         startup = asyncio.create_task(
             _start_engines_and_worker(runtime, engines, getattr(app.state, "on_engines_failed", None))
         )
-        background = [startup, sweeper, sender]
+        background = [startup, sweeper, sender, exporter]
         if not (settings.api_only or settings.no_models):
             # So that --api-only replicas on this database can list what this one serves.
             background.append(

@@ -15,6 +15,7 @@ from harness.client import openai_client
 from harness.fake_fleet import FakeFleet, upstream_config
 from tests.conftest import API_KEYS_ENV
 from tests.support.batches import TERMINAL, create, read_lines, wait_for
+from tests.support.put_receiver import PutReceiver
 from tests.ui.browser import click_in_page, eventually, missing_browser, start_chromium, unexpected_errors
 
 # The page is the same whatever the database; the API under it is tested on both.
@@ -46,7 +47,15 @@ def server(start_server, tmp_path_factory):
     config = upstream_config(
         logs / "models.json", {MODEL: {"urls": fleet.urls, "model": fleet.model, "max_concurrency": 8}}
     )
-    yield start_server({"BATCHD_API_KEYS": API_KEYS_ENV}, models=True, args=["--config", str(config)])
+    env = {
+        "BATCHD_API_KEYS": API_KEYS_ENV,
+        # Results by reference to the test's PUT receiver, retried fast.
+        "BATCHD_OUTBOUND_ALLOW": "127.0.0.1",
+        "BATCHD_EXPORT_MAX_ATTEMPTS": "2",
+        "BATCHD_EXPORT_RETRY_BASE_SECONDS": "0.2",
+        "BATCHD_EXPORT_POLL_SECONDS": "0.1",
+    }
+    yield start_server(env, models=True, args=["--config", str(config)])
     fleet.stop()
 
 
@@ -203,3 +212,29 @@ def test_results_arrive_on_the_batch_page_filtered_and_searched(browser, client)
         lambda: _results(browser) == (sorted([["bad-0", "failed"], ["bad-1", "failed"], *held]), "false"),
         what="every line once the batch ended, the never-answered ones cancelled",
     )
+
+
+def _export_shown(browser) -> str:
+    found = browser.find_elements(By.ID, "batch-export")
+    return found[0].text if found else ""
+
+
+def test_a_batch_page_shows_its_export_until_it_ends(browser, client):
+    """Results by reference: the page shows the export's status, destination, attempts and last
+    error, and keeps refreshing while it is pending (the batch ended before it did)."""
+    receiver = PutReceiver()
+    try:
+        receiver.fail_first["/out"] = 1  # the first attempt fails, the second is taken
+        batch = create(client, [_line("e-0")], extra_body={"output_urls": {"output": receiver.url("/out")}})
+        _go(browser, f"/batch/{batch.id}")
+        eventually(lambda: "PUT URLs (output)" in _export_shown(browser), what="the export's destination")
+        eventually(lambda: "Status\ncompleted" in _export_shown(browser), what="the export completed")
+        assert "Attempts\n2" in _export_shown(browser) and "Last error" not in _export_shown(browser)
+        assert receiver.bodies["/out"] == client.files.content(wait_for(client, batch.id).output_file_id).read()
+
+        failing = create(client, [_line("f-0")], extra_body={"output_urls": {"output": receiver.url("/always-fail/x")}})
+        _go(browser, f"/batch/{failing.id}")
+        eventually(lambda: "Status\nfailed" in _export_shown(browser), what="the export failed")
+        assert "Last error\nhttp_status: The output URL answered HTTP 500." in _export_shown(browser)
+    finally:
+        receiver.close()

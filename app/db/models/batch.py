@@ -11,6 +11,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     String,
+    Text,
     false,
     func,
 )
@@ -19,7 +20,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.core import tracing
 from app.core.batch_kinds import BatchApi, BatchKind
-from app.core.statuses import BatchStatus
+from app.core.statuses import BatchStatus, ExportStatus
 from app.db.base import Base
 from app.db.status_columns import status_check, status_type
 
@@ -97,6 +98,18 @@ class Batch(Base):
     # Set by `POST /v1/batches/{id}/pause` (None after resume): the batch stays in_progress, but
     # no replica claims its shards (running ones give theirs back once their lines in flight end).
     paused_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # batchd's results by reference (app/domains/batches/export.py): where the output and error
+    # files are copied once the batch ends, an `s3://` prefix or presigned PUT URLs by kind
+    # ({"output": url, "error": url}); None: nowhere.
+    output_uri: Mapped[str | None] = mapped_column(Text, nullable=True)
+    output_urls: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    # The copy's state: None (no export), "pending" (from create until it is done), "completed",
+    # "failed" (after the last attempt); the last attempt's error ({"code", "message"}); the
+    # attempts made; when the next one is due (while one runs: until when it holds the batch).
+    export_status: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    export_error: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    export_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    export_next_at: Mapped[float | None] = mapped_column(Float, nullable=True)
 
     @hybrid_property
     def deadline(self) -> int:
@@ -118,6 +131,7 @@ class Batch(Base):
         Index("ix_batches_project_seq", "project", "seq"),
         Index("ix_batches_status", "status"),
         Index("ix_batches_project_api_seq", "project", "api", "seq"),
+        Index("ix_batches_export_status", "export_status"),
         status_check(BatchStatus),
     )
 
@@ -140,6 +154,8 @@ def new_batch(
     retry_of: str | None = None,
     allow_mixed_models: bool = False,
     output_order: str = "completion",
+    output_uri: str | None = None,
+    output_urls: dict | None = None,
 ) -> Batch:
     """A new batch of `kind`, validating, with the trace context of the request that creates it."""
     return Batch(
@@ -159,6 +175,9 @@ def new_batch(
         total=total,
         retry_of=retry_of,
         output_order=output_order,
+        output_uri=output_uri,
+        output_urls=output_urls,
+        export_status=ExportStatus.PENDING if output_uri or output_urls else None,
         traceparent=tracing.request_traceparent(batch_id=batch_id, project=project),
         api_key_id=api_key_id,
     )

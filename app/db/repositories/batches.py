@@ -20,6 +20,7 @@ from app.core.statuses import (
     CANCELLABLE_BATCH_STATUSES,
     TERMINAL_BATCH_STATUSES,
     BatchStatus,
+    ExportStatus,
     ShardStatus,
     batch_moves_from,
 )
@@ -338,6 +339,49 @@ class BatchRepository(ProjectScopedRepository[Batch]):
             update(Batch)
             .where(Batch.id == batch_id, _moving(BatchStatus.FINALIZING, (BatchStatus.IN_PROGRESS,)), ~unfinished_shard)
             .values(status=BatchStatus.FINALIZING, finalizing_at=now)
+        )
+        return rowcount(result) == 1
+
+    # -- results by reference (app/background/exporter.py) ------------------------------------
+
+    async def due_exports(self, now: float, limit: int) -> list[Batch]:
+        """Ended batches whose export is pending and due (no attempt holds it), oldest first."""
+        result = await self.session.execute(
+            select(Batch)
+            .where(
+                Batch.export_status == ExportStatus.PENDING,
+                Batch.status.in_(list(TERMINAL_BATCH_STATUSES)),
+                Batch.deleted_at.is_(None),
+                or_(Batch.export_next_at.is_(None), Batch.export_next_at <= now),
+            )
+            .order_by(Batch.seq)
+            .limit(limit)
+        )
+        return list(result.scalars())
+
+    async def claim_export(self, batch_id: str, attempts: int, now: float, until: float) -> bool:
+        """Take the next attempt at the batch's export (its `attempts`-th so far, as read): held
+        until `until`, so no other replica makes it meanwhile. False if another one took it."""
+        result = await self.session.execute(
+            update(Batch)
+            .where(
+                Batch.id == batch_id,
+                Batch.export_status == ExportStatus.PENDING,
+                Batch.export_attempts == attempts,
+                or_(Batch.export_next_at.is_(None), Batch.export_next_at <= now),
+            )
+            .values(export_attempts=attempts + 1, export_next_at=until)
+        )
+        return rowcount(result) == 1
+
+    async def finish_export(
+        self, batch_id: str, attempt: int, *, status: ExportStatus, error: dict | None, next_at: float | None
+    ) -> bool:
+        """Record attempt number `attempt`'s outcome (False if it no longer holds the export)."""
+        result = await self.session.execute(
+            update(Batch)
+            .where(Batch.id == batch_id, Batch.export_status == ExportStatus.PENDING, Batch.export_attempts == attempt)
+            .values(export_status=status, export_error=error, export_next_at=next_at)
         )
         return rowcount(result) == 1
 

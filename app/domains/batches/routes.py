@@ -50,7 +50,11 @@ router = APIRouter(prefix="/batches", tags=["batches"], responses=ERROR_RESPONSE
     "",
     response_model=BatchObject,
     openapi_extra=json_body(BatchCreateParams),
-    responses={413: error_doc("Request body too large"), 429: error_doc("The project's active-batch limit is reached")},
+    responses={
+        403: error_doc("The output_uri is under no S3 prefix the project may write to (uri_not_allowed)"),
+        413: error_doc("Request body too large"),
+        429: error_doc("The project's active-batch limit is reached"),
+    },
 )
 async def create_batch(
     caller: CallerDep,
@@ -69,6 +73,7 @@ async def create_batch(
     response_model=BatchEstimate,
     openapi_extra=json_body(BatchCreateParams),
     responses={
+        403: error_doc("The output_uri is under no S3 prefix the project may write to (uri_not_allowed)"),
         413: error_doc("Request body too large"),
         429: error_doc("Too many estimates in progress for the project or the server (Retry-After)"),
         503: error_doc("This replica serves no models now"),

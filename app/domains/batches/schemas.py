@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -21,7 +22,7 @@ from app.core.endpoints import OPENAI_BATCH_ENDPOINTS, normalize_endpoint
 from app.core.statuses import BatchStatus, WebhookEventType
 from app.db.models import Batch
 from app.domains.webhooks.schemas import Url as WebhookUrl
-from app.schemas.common import ExpirySeconds, LiteralOf, not_one_of
+from app.schemas.common import ExpirySeconds, LiteralOf, invalid_value, not_one_of
 
 
 class BatchCreateRequest(BaseModel):
@@ -38,6 +39,8 @@ class BatchCreateRequest(BaseModel):
     allow_mixed_models: Any = None
     webhook: Any = None
     output_order: Any = None
+    output_uri: Any = None
+    output_urls: Any = None
 
 
 _DEFAULT_WINDOWS: list[JsonValue] = list(Settings.model_fields["completion_windows"].default.split(","))
@@ -87,6 +90,43 @@ class OutputExpiresAfter(BaseModel):
     seconds: ExpirySeconds
 
 
+# Results by reference (batchd's): the longest destination accepted (a presigned URL with a
+# session token runs past 2 KB), and the file kinds an `output_urls` object may name.
+MAX_OUTPUT_URL = 8192
+EXPORT_KINDS = ("output", "error")
+
+
+def _output_uri(value: Any) -> Any:
+    if isinstance(value, str) and not value.startswith("s3://"):
+        raise invalid_value("expected an s3://bucket/prefix/ URI")
+    return value
+
+
+def _put_url(value: Any) -> Any:
+    if isinstance(value, str) and not re.match(r"^https?://[^\s/?#]+", value, re.IGNORECASE):
+        raise invalid_value("expected an http(s) URL")
+    return value
+
+
+PutUrl = Annotated[str, Field(max_length=MAX_OUTPUT_URL), BeforeValidator(_put_url)]
+
+
+class BatchOutputUrls(BaseModel):
+    """batchd's `output_urls` of a create body: a presigned PUT URL for the output file, the
+    error file, or both; a file the batch does not have is skipped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    output: PutUrl | None = None
+    error: PutUrl | None = None
+
+    @model_validator(mode="after")
+    def _one_at_least(self) -> BatchOutputUrls:
+        if self.output is None and self.error is None:
+            raise invalid_value("name an 'output' or an 'error' URL")
+        return self
+
+
 # OpenAI reads a required parameter that is null or empty as one not given.
 _REQUIRED = ("input_file_id", "endpoint", "completion_window")
 
@@ -119,6 +159,12 @@ class BatchCreateParams(BaseModel):
     webhook: BatchWebhookParams | None = None
     # batchd's: "input" lists the output and error files' lines in input order.
     output_order: Literal["completion", "input"] | None = None
+    # batchd's results by reference: where the output and error files are copied once the batch
+    # ends, an allowed `s3://bucket/prefix/` (checked by the service) or presigned PUT URLs.
+    output_uri: Annotated[str, Field(min_length=6, max_length=MAX_OUTPUT_URL), BeforeValidator(_output_uri)] | None = (
+        None
+    )
+    output_urls: BatchOutputUrls | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -171,6 +217,24 @@ class BatchUsage(BaseModel):
     total_tokens: int
 
 
+class BatchExportError(BaseModel):
+    code: str
+    message: str
+
+
+class BatchExport(BaseModel):
+    """batchd's: the copy of a batch's files to its `output_uri` or `output_urls`. `pending` until
+    the batch has ended and its files are copied (attempts retried with backoff), then
+    `completed`, or `failed` with the last attempt's error."""
+
+    status: Literal["pending", "completed", "failed"]
+    # The S3 prefix the files go under, or the kinds of file given a URL (the URLs carry signatures).
+    output_uri: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    output_urls: list[str] | None = Field(default=None, exclude_if=lambda value: value is None)
+    attempts: int
+    error: BatchExportError | None
+
+
 class BatchObject(BaseModel):
     """Every key is always present (null where unset), as in OpenAI's responses."""
 
@@ -210,6 +274,8 @@ class BatchObject(BaseModel):
     output_order: Literal["input"] | None = Field(default=None, exclude_if=lambda value: value is None)
     # batchd's: when the running batch was paused (`POST /v1/batches/{id}/pause`), only while it is.
     paused_at: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    # batchd's: the copy of the files to `output_uri` / `output_urls`, on a batch created with one.
+    export: BatchExport | None = Field(default=None, exclude_if=lambda value: value is None)
 
     @classmethod
     def from_row(cls, b: Batch, *, show_project: bool = False, webhook: BatchWebhook | None = None) -> BatchObject:
@@ -247,7 +313,21 @@ class BatchObject(BaseModel):
             retry_of=b.retry_of,
             output_order="input" if b.output_order == "input" else None,
             paused_at=b.paused_at if b.status == BatchStatus.IN_PROGRESS else None,
+            export=_export_of(b),
         )
+
+
+def _export_of(b: Batch) -> BatchExport | None:
+    if b.export_status is None:
+        return None
+    error = b.export_error
+    return BatchExport(
+        status=b.export_status,
+        output_uri=b.output_uri,
+        output_urls=[kind for kind in EXPORT_KINDS if kind in b.output_urls] if b.output_urls else None,
+        attempts=b.export_attempts or 0,
+        error=BatchExportError(code=error["code"], message=error["message"]) if error else None,
+    )
 
 
 class BatchEstimateCost(BaseModel):

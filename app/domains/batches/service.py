@@ -19,7 +19,7 @@ from app.db.models import Batch, File, WebhookEndpoint, new_batch
 from app.db.repositories.base import Page, UnknownCursor
 from app.db.repositories.batches import BatchFilters, BatchRepository
 from app.db.repositories.files import FileRepository
-from app.domains.batches import retry
+from app.domains.batches import export, retry
 from app.domains.batches.results import delete_results
 from app.domains.batches.schemas import (
     MAX_METADATA_PAIRS,
@@ -56,6 +56,8 @@ class CreateParams:
     allow_mixed_models: bool = False
     webhook: BatchWebhookParams | None = None
     output_order: str = "completion"
+    output_uri: str | None = None
+    output_urls: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -87,8 +89,9 @@ class BatchService:
         api_key_id: str | None = None,
     ) -> Batch:
         params = await self._checked_params(project, request)
-        # The URL check resolves DNS: before the first query opens the (write) transaction.
+        # The URL checks resolve DNS: before the first query opens the (write) transaction.
         hook_url = await self._webhook_url(params.webhook.url) if params.webhook else None
+        await self._check_destination(project, params)
         await check_batch_create(self.session, self.settings, project)
         now = int(time.time())
         input_file = await self._input_file(project, params.input_file_id)
@@ -108,6 +111,8 @@ class BatchService:
             retry_of=retry_of,
             api_key_id=api_key_id,
             output_order=params.output_order,
+            output_uri=params.output_uri,
+            output_urls=params.output_urls,
         )
         added = await self.repo.add(batch)
         if params.webhook is not None and hook_url is not None:
@@ -137,10 +142,19 @@ class BatchService:
         except webhook_urls.UnsafeUrl as exc:
             raise InvalidRequest(f"Invalid 'webhook.url': {exc}", param="webhook.url", code="invalid_url") from None
 
+    async def _check_destination(self, project: str, params: CreateParams) -> None:
+        """The results' destination (results by reference), if any: an `output_uri` the project
+        may write under (403), `output_urls` the outbound policy allows now (400)."""
+        if params.output_urls:
+            await export.check_put_urls(params.output_urls, self.settings.outbound_policy())
+        if params.output_uri:
+            await export.check_output_uri(self.session, self.settings, project, params.output_uri)
+
     async def checked(self, project: str, request: BatchCreateRequest) -> CheckedRequest:
         """Create's checks of `request`, with the same errors, but for the project's limit on
         active batches (an estimate holds none)."""
         params = await self._checked_params(project, request)
+        await self._check_destination(project, params)
         return CheckedRequest(params, await self._input_file(project, params.input_file_id))
 
     async def _checked_params(self, project: str, request: BatchCreateRequest) -> CreateParams:
@@ -148,6 +162,11 @@ class BatchService:
         params = validated(BatchCreateParams, request.model_dump(), {WINDOWS: windows})
         await check_completion_window(self.session, project, params.completion_window, windows)
         expiry = params.output_expires_after
+        if params.output_uri is not None and params.output_urls is not None:
+            raise InvalidRequest(
+                "Give either 'output_uri' or 'output_urls', not both.", param="output_urls", code="invalid_value"
+            )
+        urls = params.output_urls
         return CreateParams(
             input_file_id=params.input_file_id,
             endpoint=params.endpoint,
@@ -158,6 +177,8 @@ class BatchService:
             allow_mixed_models=bool(params.allow_mixed_models),
             webhook=params.webhook,
             output_order=params.output_order or "completion",
+            output_uri=export.normalized_prefix(params.output_uri) if params.output_uri else None,
+            output_urls=urls.model_dump(exclude_none=True) if urls is not None else None,
         )
 
     async def _input_file(self, project: str, file_id: str) -> File:

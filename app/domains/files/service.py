@@ -120,6 +120,24 @@ async def write_new_file(
     )
 
 
+async def allowed_s3_prefixes(session: AsyncSession, settings: Settings, project: str) -> list[str]:
+    """The `s3://bucket/prefix/` URIs the operator allows `project` to read from (a file import)
+    and write to (a batch's `output_uri`): BATCHD_IMPORT_ALLOWED_URIS and the project's own."""
+    row = await ProjectRepository(session).get(project)
+    return [*settings.parsed_import_allowed_uris(), *((row.allowed_import_uris or []) if row else [])]
+
+
+def uri_not_allowed(what: str, project: str, param: str) -> Forbidden:
+    """The 403 for an `s3://` URI outside every prefix allowed to `project`."""
+    return Forbidden(
+        f"{what} is not allowed for this project: the operator allows S3 prefixes "
+        f"with BATCHD_IMPORT_ALLOWED_URIS (every project) or `batchd projects set {project} "
+        "--allow-uri s3://bucket/prefix/` (one project).",
+        param=param,
+        code="uri_not_allowed",
+    )
+
+
 class FileService:
     def __init__(self, session: AsyncSession, store: BlobStore, settings: Settings) -> None:
         self.session = session
@@ -259,16 +277,8 @@ class FileService:
             raise InvalidRequest(str(exc), param="url", code="invalid_value") from None
         if not key or key.endswith("/"):
             raise InvalidRequest(f"{url!r} names no object: use s3://bucket/key.", param="url", code="invalid_value")
-        row = await ProjectRepository(self.session).get(project)
-        allowed = [*self.settings.parsed_import_allowed_uris(), *((row.allowed_import_uris or []) if row else [])]
-        if not uri_allowed(url, allowed):
-            raise Forbidden(
-                f"Importing from {url!r} is not allowed for this project: the operator allows S3 prefixes "
-                f"with BATCHD_IMPORT_ALLOWED_URIS (every project) or `batchd projects set {project} "
-                "--allow-uri s3://bucket/prefix/` (one project).",
-                param="url",
-                code="uri_not_allowed",
-            )
+        if not uri_allowed(url, await allowed_s3_prefixes(self.session, self.settings, project)):
+            raise uri_not_allowed(f"Importing from {url!r}", project, "url")
         return bucket, key
 
     async def _s3_chunks(self, bucket: str, key: str, limit: int, purpose: str) -> AsyncGenerator[bytes, None]:

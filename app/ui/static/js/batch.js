@@ -77,7 +77,7 @@ export function batchPage(root, ctx, batchId, params) {
       shownFiles = fileKey;
     }
     if (batch.status !== "validating") results.pull(); // not awaited: a long read never holds up the refresh
-    return isActive(batch) || !results.done ? REFRESH_MS : null;
+    return isActive(batch) || !results.done || batch.export?.status === "pending" ? REFRESH_MS : null;
   });
 }
 
@@ -165,7 +165,21 @@ function render(batch) {
     batch.metadata && Object.keys(batch.metadata).length
       ? [h("h2", {}, "Metadata"), h("dl", { class: "kv" }, Object.entries(batch.metadata).map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]))]
       : null,
+    batch.export ? exportSection(batch.export) : null,
   );
+}
+
+// batchd's results by reference: where the files are copied once the batch ends, and how that went.
+function exportSection(exported) {
+  const where = exported.output_uri || `PUT URLs (${(exported.output_urls || []).join(", ")})`;
+  return [
+    h("h2", {}, "Export"),
+    h("dl", { class: "kv", id: "batch-export" },
+      h("dt", {}, "Status"), h("dd", {}, exported.status),
+      h("dt", {}, "Destination"), h("dd", {}, where),
+      h("dt", {}, "Attempts"), h("dd", {}, String(exported.attempts)),
+      ...(exported.error ? [h("dt", {}, "Last error"), h("dd", {}, `${exported.error.code}: ${exported.error.message}`)] : [])),
+  ];
 }
 
 const card = (title, ...children) => h("div", { class: "card" }, h("div", { class: "card-title" }, title), ...children);
