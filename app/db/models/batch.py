@@ -108,7 +108,7 @@ class Batch(Base):
     # attempts made; when the next one is due (while one runs: until when it holds the batch).
     export_status: Mapped[str | None] = mapped_column(String(16), nullable=True)
     export_error: Mapped[dict | None] = mapped_column(JSON, nullable=True)
-    export_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    export_attempts: Mapped[int] = mapped_column(Integer, server_default="0")
     export_next_at: Mapped[float | None] = mapped_column(Float, nullable=True)
 
     @hybrid_property

@@ -19,7 +19,7 @@ from pydantic import (
 
 from app.core.config import Settings
 from app.core.endpoints import OPENAI_BATCH_ENDPOINTS, normalize_endpoint
-from app.core.statuses import BatchStatus, WebhookEventType
+from app.core.statuses import BatchStatus, ExportStatus, WebhookEventType
 from app.db.models import Batch
 from app.domains.webhooks.schemas import Url as WebhookUrl
 from app.schemas.common import ExpirySeconds, LiteralOf, invalid_value, not_one_of
@@ -227,7 +227,7 @@ class BatchExport(BaseModel):
     the batch has ended and its files are copied (attempts retried with backoff), then
     `completed`, or `failed` with the last attempt's error."""
 
-    status: Literal["pending", "completed", "failed"]
+    status: ExportStatus
     # The S3 prefix the files go under, or the kinds of file given a URL (the URLs carry signatures).
     output_uri: str | None = Field(default=None, exclude_if=lambda value: value is None)
     output_urls: list[str] | None = Field(default=None, exclude_if=lambda value: value is None)
@@ -322,7 +322,7 @@ def _export_of(b: Batch) -> BatchExport | None:
         return None
     error = b.export_error
     return BatchExport(
-        status=b.export_status,
+        status=ExportStatus(b.export_status),
         output_uri=b.output_uri,
         output_urls=[kind for kind in EXPORT_KINDS if kind in b.output_urls] if b.output_urls else None,
         attempts=b.export_attempts or 0,
