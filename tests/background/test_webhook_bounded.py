@@ -21,7 +21,9 @@ from tests.support.hostile_receivers import HostileReceiver, gzip_bomb
 from tests.support.webhook_receiver import WebhookReceiver
 from tests.support.webhooks import remove_endpoints
 
-TIMEOUT_S = 4.0
+# Room for a slow hour: beside the engine session, another project's batch must end and be told
+# while the trickling attempt is still held.
+TIMEOUT_S = 8.0
 MB = 1_000_000
 
 
@@ -78,7 +80,7 @@ def test_a_trickling_receiver_of_the_test_event_is_cut_at_the_deadline(clients):
             )
         took = time.monotonic() - started
     assert info.value.body["code"] == "webhook_unreachable" and "timed out" in info.value.body["message"]
-    assert TIMEOUT_S - 0.5 <= took < TIMEOUT_S + 2
+    assert TIMEOUT_S - 0.5 <= took < TIMEOUT_S + 4
 
 
 def test_a_trickling_receiver_never_delays_another_projects_delivery(clients, bounded_server):
@@ -101,7 +103,7 @@ def test_a_trickling_receiver_never_delays_another_projects_delivery(clients, bo
         # The trickling attempt is cut at its deadline and recorded as failed (to be retried).
         wait_until(lambda: slow.hung_up, TIMEOUT_S + 5, "the slow attempt cut", interval=0.05)
         held = slow.hung_up[0] - slow.arrived[0]
-        assert TIMEOUT_S - 0.5 <= held < TIMEOUT_S + 2, held
+        assert TIMEOUT_S - 0.5 <= held < TIMEOUT_S + 4, held
         (row,) = wait_until(
             lambda: db.execute(
                 bounded_server,
