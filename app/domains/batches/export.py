@@ -150,6 +150,12 @@ async def _upload(client, bucket: str, key: str, chunks: AsyncIterator[bytes], e
     buffer = bytearray()
     upload_id: str | None = None
     parts: list[dict] = []
+
+    async def send_part(body: bytes) -> None:
+        number = len(parts) + 1
+        reply = await client.upload_part(Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=body)
+        parts.append({"PartNumber": number, "ETag": reply["ETag"]})
+
     try:
         async for chunk in chunks:
             buffer += chunk
@@ -159,20 +165,12 @@ async def _upload(client, bucket: str, key: str, chunks: AsyncIterator[bytes], e
                     upload_id = reply["UploadId"]
                 body = bytes(buffer[:PART_BYTES])
                 del buffer[:PART_BYTES]
-                number = len(parts) + 1
-                reply = await client.upload_part(
-                    Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=body
-                )
-                parts.append({"PartNumber": number, "ETag": reply["ETag"]})
+                await send_part(body)
         if upload_id is None:
             await client.put_object(Bucket=bucket, Key=key, Body=bytes(buffer), **encryption)
             return
         if buffer:
-            number = len(parts) + 1
-            reply = await client.upload_part(
-                Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=bytes(buffer)
-            )
-            parts.append({"PartNumber": number, "ETag": reply["ETag"]})
+            await send_part(bytes(buffer))
         await client.complete_multipart_upload(
             Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}
         )
