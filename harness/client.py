@@ -2,12 +2,35 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import ssl
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import openai
 
 if TYPE_CHECKING:
     import anthropic
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One TLS context for every client made here: an httpx client made without one loads the CA
+    bundle again (about 30 ms of CPU), which a suite making a client per test and per poll paid
+    thousands of times over."""
+    return httpx.create_ssl_context()
+
+
+class _HttpClient(openai.DefaultHttpxClient):
+    """openai's default HTTP client on the shared context, closed when dropped as openai's own is."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(verify=tls_context(), **options)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # at interpreter exit, as openai's own
+            self.close()
 
 
 def openai_client(
@@ -17,6 +40,7 @@ def openai_client(
     sends, and a retried 5xx would hide one. `options` go to `openai.OpenAI` as they are."""
     if timeout is not None:
         options["timeout"] = timeout
+    options.setdefault("http_client", _HttpClient())
     return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=max_retries, **options)
 
 
@@ -26,6 +50,7 @@ def async_openai_client(
     """The asyncio twin of `openai_client`."""
     if timeout is not None:
         options["timeout"] = timeout
+    options.setdefault("http_client", openai.DefaultAsyncHttpxClient(verify=tls_context()))
     return openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=max_retries, **options)
 
 
@@ -35,6 +60,7 @@ def anthropic_client(base_url: str, api_key: str, *, max_retries: int = 0, **opt
     that never uses it."""
     import anthropic
 
+    options.setdefault("http_client", anthropic.DefaultHttpxClient(verify=tls_context()))
     return anthropic.Anthropic(
         base_url=base_url.removesuffix("/v1"), api_key=api_key, max_retries=max_retries, **options
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 
+from harness.client import tls_context
 from harness.ports import free_port
 from harness.process import ManagedProcess, wait_http_ok
 
@@ -74,24 +75,27 @@ class FakeFleet:
         return self
 
     def stats(self, port: int | None = None) -> dict:
-        return httpx.get(f"http://127.0.0.1:{port or self.ports[0]}/_stats", timeout=5).json()
+        return httpx.get(f"http://127.0.0.1:{port or self.ports[0]}/_stats", timeout=5, verify=tls_context()).json()
 
     def priorities(self) -> dict[str, int | None]:
         """The last message of each chat request received -> its ``priority`` (--record-priority)."""
-        return httpx.get(f"http://127.0.0.1:{self.ports[0]}/_priorities", timeout=5).json()
+        return httpx.get(f"http://127.0.0.1:{self.ports[0]}/_priorities", timeout=5, verify=tls_context()).json()
 
     def request_log(self) -> list[tuple[float, float, str, int]]:
         """Every request the fleet answered, all ports: (started: when it left the port's queue,
         finished, the body's `user`, the priority it was queued at)."""
-        return [tuple(entry) for entry in httpx.get(f"http://127.0.0.1:{self.ports[0]}/_log", timeout=30).json()]
+        return [
+            tuple(entry)
+            for entry in httpx.get(f"http://127.0.0.1:{self.ports[0]}/_log", timeout=30, verify=tls_context()).json()
+        ]
 
     def release(self) -> None:
         """Start serving (a fleet created `held` queues every request until then)."""
-        httpx.get(f"http://127.0.0.1:{self.ports[0]}/_release", timeout=5).raise_for_status()
+        httpx.get(f"http://127.0.0.1:{self.ports[0]}/_release", timeout=5, verify=tls_context()).raise_for_status()
 
     def stats_reset(self) -> None:
         """Zero the counters and the first/last request times (every port: one process)."""
-        httpx.get(f"http://127.0.0.1:{self.ports[0]}/_stats/reset", timeout=5).raise_for_status()
+        httpx.get(f"http://127.0.0.1:{self.ports[0]}/_stats/reset", timeout=5, verify=tls_context()).raise_for_status()
 
     def kill(self) -> None:
         self.process.kill()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import httpx
 
+from harness.client import tls_context
 from harness.server import ServerProcess
 
 ADMIN_KEY = "key-health-admin"
@@ -13,5 +14,7 @@ ADMIN_HEADERS = {"Authorization": f"Bearer {ADMIN_KEY}"}
 
 
 def health_details(server: ServerProcess, timeout: float = 10) -> dict:
-    response = httpx.get(f"http://127.0.0.1:{server.port}/health", headers=ADMIN_HEADERS, timeout=timeout)
+    response = httpx.get(
+        f"http://127.0.0.1:{server.port}/health", headers=ADMIN_HEADERS, timeout=timeout, verify=tls_context()
+    )
     return response.json()

@@ -19,6 +19,7 @@ import httpx
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from harness.client import tls_context
 from harness.poll import wait_until
 from harness.ports import free_port
 from harness.process import ManagedProcess
@@ -139,7 +140,7 @@ def wait_until_ready(server: SeaweedFS, timeout: float) -> None:
         if not process.running():
             raise RuntimeError(f"weed exited with {process.returncode()}:\n{server.log()}")
         try:
-            httpx.get(server.endpoint_url, timeout=1)
+            httpx.get(server.endpoint_url, timeout=1, verify=tls_context())
             ensure_bucket(server, "batchd-ready-check")
         except Exception:  # noqa: BLE001 - not up yet
             return False

@@ -11,7 +11,7 @@ from typing import Protocol
 import httpx
 import openai
 
-from harness.client import openai_client
+from harness.client import openai_client, tls_context
 from harness.ports import free_port
 from harness.process import ManagedProcess, wait_http_ok
 
@@ -65,7 +65,7 @@ class ServerProcess:
     def http(self) -> httpx.Client:
         """A plain HTTP client: `server.http.get(url)` reads the same for an app run in process
         (tests/support/app_server.py)."""
-        return httpx.Client(timeout=30)
+        return httpx.Client(timeout=30, verify=tls_context())
 
     def client(self, api_key: str, **options) -> openai.OpenAI:
         """An `openai` client of this server (harness/client.py's `openai_client`)."""
