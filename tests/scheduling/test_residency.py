@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from app.core.statuses import BatchStatus
+from app.scheduling.fair_share import at_risk_ids, outlook
 from app.scheduling.residency import (
     MAX_TURN_FACTOR,
     ModelDemand,
@@ -12,6 +16,7 @@ from app.scheduling.residency import (
     plan_swap,
     turn_seconds,
 )
+from app.scheduling.state import BatchProgress
 
 NOW = 1_000.0
 HOUR, DAY = Urgency(deadline=3_600.0), Urgency(deadline=86_400.0)
@@ -294,3 +299,35 @@ def test_one_line_batches_every_35_s_to_another_model_swap_at_most_once_a_min_lo
 def test_one_line_batches_on_time_never_swap_out_a_busy_engine():
     on_time = lambda t: Urgency(deadline=t + 3_600.0) if t % 35 == 0 and t else None  # noqa: E731
     assert _simulate(3_600, on_time, 60.0) == (0, 3_600)  # before #58: a load of b every minute
+
+
+def test_with_the_schedulers_projection_a_1h_batch_behind_a_24h_one_loads_when_it_would_miss_its_hour():
+    """The rule and the projection together (fair_share.outlook, as the scheduler runs it): a
+    24h batch of 200,000 lines runs on `embed` at 30 lines/s; a 1h batch of 600 lines for
+    `chat` (which last served 1 line/s) arrives. `chat` stays unloaded while its batch is
+    projected on time and is loaded once it is at risk: with 600 s of work and 360 s of margin,
+    about 2,640 s after it arrived, in time for its hour; and the 24h batch is never at risk."""
+    start = 1_000_000
+    embed = BatchProgress("e1", "p", "embed", BatchStatus.IN_PROGRESS, "24h", start, start + 86_400, start, 200_000, 0)
+    chat = BatchProgress("c1", "p", "chat", BatchStatus.IN_PROGRESS, "1h", start + 2, start + 3_602, start + 2, 600, 0)
+    loaded_at, at_risk = None, frozenset()
+    for t in range(2, 3_600):
+        now = float(start + t)
+        running = replace(embed, done=30 * t)
+        views = outlook([running, chat], {}, {"e1": 30.0, "c1": 0.0}, now, at_risk, served={"chat": 1.0})
+        at_risk = at_risk_ids(views)
+        assert "e1" not in at_risk
+        demands = [
+            ModelDemand(
+                "embed", True, start, 64, 5_000, Urgency(deadline=embed.deadline), True, start, "e1" in at_risk
+            ),
+            ModelDemand("chat", False, 0.0, 0, 600, Urgency(deadline=chat.deadline), True, None, "c1" in at_risk),
+        ]
+        swap = plan_swap(demands, 1, now, 30.0, 60.0)
+        if swap is not None:
+            assert swap == Swap("chat", "embed") and swap.reason is SwapReason.AT_RISK
+            loaded_at = t
+            break
+    assert loaded_at is not None and abs(loaded_at - 2 - 2_640) <= 2, loaded_at
+    # Loaded then, at 1 line/s it finishes 600 s later, inside its hour.
+    assert start + loaded_at + 600 <= chat.deadline
