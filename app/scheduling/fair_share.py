@@ -6,9 +6,9 @@ lines left in it and in the project's batches due before it, over the project's 
 project that has stalled (a measured rate of 0) is projected at its fair share of what its
 model serves; when the model serves nothing either (its engine is not loaded: engines on
 demand; or it restarts), at its fair share of what the model served when it last served (or a
-prior: its throughput in recently finished batches), so that its batches are at risk only when
-their deadline is really in danger at that rate; with no such rate known, at once. A batch
-projected to finish in the last tenth of its window (or later) is at risk: it runs ahead of fair
+prior: its throughput in recently finished batches, or in its running ones so far), so that its
+batches are at risk only when their deadline is really in danger at that rate; with no such
+rate known, at once. A batch projected to finish in the last tenth of its window (or later) is at risk: it runs ahead of fair
 share (up to a bound, see gate_order) until its projection is back before the last fifth (the
 gap keeps it from flapping at every refresh). Used by the worker's scheduler, with rates it
 samples, and by the queue view."""

@@ -141,7 +141,9 @@ class Schedule:
         self, batches: Iterable[BatchProgress], rates: Mapping[str, float], now: float
     ) -> dict[str | None, float]:
         """What a model serving nothing now (its engine unloaded or restarting) is projected at:
-        its rate when it last served, else its throughput in its recently finished batches."""
+        its rate when it last served here, else its throughput in its recently finished
+        batches, else in its running ones so far (their lines done since they started: a
+        restarted replica's view of a model it has not served yet)."""
         batches = list(batches)
         for model, rate in model_rates(batches, rates).items():
             if rate > 0:
@@ -153,6 +155,12 @@ class Schedule:
                 async with self.db.read() as session:
                     prior = throughput(await QueueRepository(session).finished_runs(model, PRIOR_RUNS))
                 self._priors[model] = (now, prior)
+            if prior is None:
+                prior = throughput(
+                    (b.done, now - b.in_progress_at)
+                    for b in batches
+                    if b.model == model and b.runnable and b.done > 0 and b.in_progress_at is not None
+                )
             if prior is not None:
                 served[model] = prior
         return served

@@ -1,6 +1,6 @@
 """The rate the scheduler projects a model serving nothing at (engines on demand, #58): its
 rate when it last served here, else its throughput in its recently finished batches (read at
-most every PRIOR_TTL_SECONDS), else none."""
+most every PRIOR_TTL_SECONDS), else in its running batches so far, else none."""
 
 from __future__ import annotations
 
@@ -21,6 +21,24 @@ class _Db:
 
 def _batch(batch_id: str, model: str, done: int = 0) -> BatchProgress:
     return BatchProgress(batch_id, "p", model, BatchStatus.IN_PROGRESS, "24h", 0, 86_400, 0, 1_000, done)
+
+
+def test_a_model_not_served_here_yet_is_projected_at_its_running_batches_progress(monkeypatch):
+    """After a restart: a batch of `embed` had 400 lines done before (by another process),
+    none since; `embed` has no finished batch. 400 lines in the 40 s since it started: 10/s."""
+
+    class Queue:
+        def __init__(self, session) -> None:
+            pass
+
+        async def finished_runs(self, model: str, last: int) -> list[tuple[int, float]]:
+            return []
+
+    monkeypatch.setattr(schedule_module, "QueueRepository", Queue)
+    schedule = Schedule(_Db(), "replica", 0.5)
+    batches = [_batch("e1", "embed", done=400), _batch("c1", "chat")]
+    served = asyncio.run(schedule._served_rates(batches, {"e1": 0.0, "c1": 0.0}, 40.0))
+    assert served == {"embed": 10.0}
 
 
 def test_a_model_is_projected_at_its_last_served_rate_else_its_finished_batches_throughput(monkeypatch):
