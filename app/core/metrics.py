@@ -104,6 +104,24 @@ ENGINE_RESIDENT = Gauge(
     ["model"],
     registry=REGISTRY,
 )
+ENGINE_SWAPS = Counter(
+    "batchd_engine_swaps",
+    "Swaps the residency plan made (--max-resident-engines), by reason: room (a load in a free "
+    "place), drained (in place of an idle engine), at_risk, due_earlier, turn (in place of a busy one).",
+    ["reason"],
+    registry=REGISTRY,
+)
+ENGINE_UNLOADS = Counter(
+    "batchd_engine_unloads",
+    "Engines unloaded for another model (--max-resident-engines), by model and the swap's reason.",
+    ["model", "reason"],
+    registry=REGISTRY,
+)
+NO_ENGINE_LOADED_SECONDS = Counter(
+    "batchd_engine_none_loaded_seconds",
+    "Seconds with no in-process engine loaded, between an unload and the next load (engines on demand).",
+    registry=REGISTRY,
+)
 UPLOAD_BYTES = Counter("batchd_upload_bytes", "Bytes of files stored by uploads.", registry=REGISTRY)
 HTTP_REQUESTS = Counter(
     "batchd_http_requests",
@@ -276,6 +294,18 @@ def record_engine_load(model: str, seconds: float) -> None:
     label = _model_label(model)
     ENGINE_LOADS.labels(label).inc()
     ENGINE_LOAD_SECONDS.labels(label).observe(seconds)
+
+
+def record_engine_swap(reason: str) -> None:
+    ENGINE_SWAPS.labels(reason).inc()
+
+
+def record_engine_unload(model: str, reason: str) -> None:
+    ENGINE_UNLOADS.labels(_model_label(model), reason).inc()
+
+
+def add_no_engine_loaded_seconds(seconds: float) -> None:
+    NO_ENGINE_LOADED_SECONDS.inc(max(0.0, seconds))
 
 
 def set_engine_resident(model: str, resident: bool) -> None:

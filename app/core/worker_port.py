@@ -22,12 +22,14 @@ class GateLoad:
 @dataclass(frozen=True, slots=True)
 class QueueSnapshot:
     """What this replica's scheduler works with now: recent line rates and weights per project,
-    the batches projected to miss their deadline, and each model's gate load."""
+    the batches projected to miss their deadline, each model's gate load, and the rate a model
+    serving nothing now is projected at (its last served rate, or a prior)."""
 
     rates: Mapping[str, float] = field(default_factory=dict)
     at_risk: frozenset[str] = frozenset()
     weights: Mapping[str, float] = field(default_factory=dict)
     gates: Mapping[str, GateLoad] = field(default_factory=dict)
+    served: Mapping[str | None, float] = field(default_factory=dict)
 
 
 class WorkerPort(Protocol):

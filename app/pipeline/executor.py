@@ -88,11 +88,15 @@ class LineExecutor:
         self._in_flight[task] = request_id
         started = metrics.line_started(model)
         # What the engines weigh when they load a model on demand (app.scheduling.residency).
+        # Whether its batch is at risk is read from the gate's policy (the scheduler's
+        # projection) each time the residency plan runs, not frozen at the grant.
         urgency = Urgency(
             ahead=grant.ahead,
             deadline=self.ticket.deadline or float("inf"),
             single=self.ticket.single,
             start_by=self.ticket.start_by,
+            batch_id=self.ticket.batch_id or None,
+            risk=gate.policy.at_risk,
         )
         # Who the line is to the engines' supervision, across runs of its shard (app.engine.poison).
         LINE_KEY.set((self.ticket.batch_id, line.line_no))

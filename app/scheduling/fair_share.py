@@ -4,8 +4,11 @@ each batch's projected finish, and which batches are at risk of missing their de
 A project's batches run earliest deadline first, so a batch's projected finish is now plus the
 lines left in it and in the project's batches due before it, over the project's recent rate. A
 project that has stalled (a measured rate of 0) is projected at its fair share of what its
-model serves; when the model serves nothing either, its batches are at risk at once. A batch
-projected to finish in the last tenth of its window (or later) is at risk: it runs ahead of fair
+model serves; when the model serves nothing either (its engine is not loaded: engines on
+demand; or it restarts), at its fair share of what the model served when it last served (or a
+prior: its throughput in recently finished batches, or in its running ones so far), so that its
+batches are at risk only when their deadline is really in danger at that rate; with no such
+rate known, at once. A batch projected to finish in the last tenth of its window (or later) is at risk: it runs ahead of fair
 share (up to a bound, see gate_order) until its projection is back before the last fifth (the
 gap keeps it from flapping at every refresh). Used by the worker's scheduler, with rates it
 samples, and by the queue view."""
@@ -99,8 +102,11 @@ def outlook(
     rates: Mapping[str, float],
     now: float,
     was_at_risk: frozenset[str] = frozenset(),
+    served: Mapping[str | None, float] | None = None,
 ) -> list[ProjectOutlook]:
-    """Every (model, project) with batches waiting or running, with shares and projections."""
+    """Every (model, project) with batches waiting or running, with shares and projections.
+    ``served`` is each model's rate (lines/s) when it last served, or a prior: what a model that
+    serves nothing now is projected at."""
     groups: dict[tuple[str | None, str], list[BatchProgress]] = defaultdict(list)
     for batch in batches:
         groups[(batch.model, batch.project)].append(batch)
@@ -119,8 +125,10 @@ def outlook(
         rate = sum(known) if known else None
         share = weight / active_weight[model] if runnable else 0.0
         view = ProjectOutlook(project, model, weight, share, rate)
-        # A stalled project is projected at its fair share of its model (0 if the model is stalled too).
-        projected = share * model_rate[model] if rate == 0 else rate
+        # A stalled project is projected at its fair share of its model; when the model serves
+        # nothing now (unloaded, restarting), of what it last served (0 if nothing is known).
+        serving = model_rate[model] if model_rate[model] > 0 else (served or {}).get(model, 0.0)
+        projected = share * serving if rate == 0 else rate
         ahead = 0
         for batch in sorted(members, key=lambda b: (b.deadline, b.created_at)):
             entry = BatchOutlook(batch, rates.get(batch.id), None, False)
@@ -134,6 +142,14 @@ def outlook(
             view.batches.append(entry)
         result.append(view)
     return result
+
+
+def model_rates(batches: Iterable[BatchProgress], rates: Mapping[str, float]) -> dict[str | None, float]:
+    """What each model serves now (lines/s): its batches' measured rates added up."""
+    total: dict[str | None, float] = defaultdict(float)
+    for batch in batches:
+        total[batch.model] += rates.get(batch.id, 0.0)
+    return dict(total)
 
 
 def at_risk_ids(views: Iterable[ProjectOutlook]) -> frozenset[str]:
@@ -262,5 +278,6 @@ __all__ = [
     "behind_ids",
     "small_batch_ids",
     "local_weights",
+    "model_rates",
     "outlook",
 ]

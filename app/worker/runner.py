@@ -68,7 +68,7 @@ class Worker:
     def queue_snapshot(self) -> QueueSnapshot:
         schedule, gates = self.ctx.schedule, self.ctx.gates
         loads = {model: load for model in gates if (load := self.gate_load(model)) is not None}
-        return QueueSnapshot(schedule.rates(), schedule.at_risk_ids, schedule.weights(), loads)
+        return QueueSnapshot(schedule.rates(), schedule.at_risk_ids, schedule.weights(), loads, schedule.served)
 
     def gate_load(self, model: str) -> GateLoad | None:
         gate = self.ctx.gates.get(model)

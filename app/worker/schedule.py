@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import statistics
 import time
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from app.core import metrics
 from app.db.engine import Database
@@ -24,15 +25,24 @@ from app.scheduling.fair_share import (
     at_risk_ids,
     behind_ids,
     local_weights,
+    model_rates,
     outlook,
     small_batch_ids,
 )
-from app.scheduling.state import Claimable, RunningShard
+from app.scheduling.projection import throughput
+from app.scheduling.state import BatchProgress, Claimable, RunningShard
 
 log = logging.getLogger("batchd.schedule")
 
 REFRESH_SECONDS = 1.0
 WEIGHTS_TTL_SECONDS = 3.0
+# A model's served rate is the median of its last this many samples while it served (about a
+# minute of refreshes): the tail of a drain or a swap-out (the rate falling to 0) barely moves it.
+SERVED_SAMPLES = 60
+# A model that never served here is projected at its throughput in its last finished batches,
+# read again this often while it serves nothing.
+PRIOR_TTL_SECONDS = 30.0
+PRIOR_RUNS = 20
 
 
 class Schedule:
@@ -55,6 +65,11 @@ class Schedule:
         self._behind: frozenset[str] = frozenset()
         self._local: dict[tuple[str | None, str], float] = {}
         self._window_parts: dict[str | None, float] = {}
+        # What each model served lately while it served (lines/s), and priors for those that
+        # have not served here yet: what fair_share.outlook projects a model serving nothing at.
+        self._served_samples: dict[str | None, deque[float]] = {}
+        self._priors: dict[str, tuple[float, float | None]] = {}  # model -> (read at, rate)
+        self.served: dict[str | None, float] = {}  # as the last refresh projected with
 
     # SharePolicy, for the engine gates
     def weight(self, model: str, project: str) -> float:
@@ -105,7 +120,9 @@ class Schedule:
             running = await queue.running_shards(now)
         self._local, self._window_parts = local_weights(self._weights, running, self.owner, shared=self.shared)
         self._meter.observe(now, batches)
-        views = outlook(batches, self._weights, self._meter.rates(), now, self._at_risk)
+        rates = self._meter.rates()
+        served = self.served = await self._served_rates(batches, rates, now)
+        views = outlook(batches, self._weights, rates, now, self._at_risk, served)
         at_risk = at_risk_ids(views)
         self._log_changes(views, at_risk)
         self._at_risk = at_risk
@@ -115,6 +132,38 @@ class Schedule:
         for view in views:
             counts[view.model or ""] += sum(1 for b in view.batches if b.at_risk)
         metrics.set_batches_at_risk(dict(counts))
+
+    def served_rates(self) -> dict[str | None, float]:
+        """Each model's rate when it last served here (the median of its recent samples)."""
+        return {model: statistics.median(samples) for model, samples in self._served_samples.items() if samples}
+
+    async def _served_rates(
+        self, batches: Iterable[BatchProgress], rates: Mapping[str, float], now: float
+    ) -> dict[str | None, float]:
+        """What a model serving nothing now (its engine unloaded or restarting) is projected at:
+        its rate when it last served here, else its throughput in its recently finished
+        batches, else in its running ones so far (their lines done since they started: a
+        restarted replica's view of a model it has not served yet)."""
+        batches = list(batches)
+        for model, rate in model_rates(batches, rates).items():
+            if rate > 0:
+                self._served_samples.setdefault(model, deque(maxlen=SERVED_SAMPLES)).append(rate)
+        served = self.served_rates()
+        for model in {b.model for b in batches if b.runnable and b.model is not None} - set(served):
+            read_at, prior = self._priors.get(model, (-PRIOR_TTL_SECONDS, None))
+            if now - read_at >= PRIOR_TTL_SECONDS:
+                async with self.db.read() as session:
+                    prior = throughput(await QueueRepository(session).finished_runs(model, PRIOR_RUNS))
+                self._priors[model] = (now, prior)
+            if prior is None:
+                prior = throughput(
+                    (b.done, now - b.in_progress_at)
+                    for b in batches
+                    if b.model == model and b.runnable and b.done > 0 and b.in_progress_at is not None
+                )
+            if prior is not None:
+                served[model] = prior
+        return served
 
     def _log_changes(self, views: list[ProjectOutlook], at_risk: frozenset[str]) -> None:
         now = time.time()

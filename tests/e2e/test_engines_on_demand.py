@@ -136,9 +136,12 @@ def _assert_each_line_once(client, batch, prefix: str, lines: int) -> None:
 
 def test_a_kill_mid_swap_loses_nothing_and_the_due_batch_goes_first(one_engine):
     """One scenario, two servers (each engine load costs tens of seconds): the first server,
-    chat loaded at start, loads embeddings for the 24h batch, then swaps back to chat for the 1h
-    batch (the due batch goes first) and is SIGKILLed in that swap. The second runs the 1h batch
-    first, then swaps to embeddings; both complete with every line once."""
+    chat loaded at start, loads embeddings for the 24h batch (the idle chat engine gives way),
+    then swaps back to chat for the 1h batch once it is at risk (the chat model has served
+    nothing yet: with no rate to project its batch at, it is at risk as soon as it stalls) and
+    is SIGKILLed in that swap. The second runs the 1h batch first (the busy chat engine stays:
+    the 24h batch, projected at its progress so far, is not at risk), then swaps to embeddings
+    once chat drains; both complete with every line once."""
     server = one_engine()
     client = openai_client(server.base_url, "key-a")
     assert _states(server) == {CHAT_MODEL: ("ready", True), EMBED_MODEL: ("unloaded", False)}

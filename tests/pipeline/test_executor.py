@@ -5,7 +5,7 @@ import time
 from dataclasses import dataclass, field
 
 from app.pipeline.executor import LineExecutor
-from app.pipeline.fair_gate import FairGate, Ticket
+from app.pipeline.fair_gate import EqualShares, FairGate, Ticket
 from app.pipeline.lines import InputLine
 from app.scheduling.residency import NO_DEADLINE, Urgency
 
@@ -141,5 +141,38 @@ def test_each_line_goes_to_the_engines_with_its_batchs_urgency():
     ticket = Ticket("p", "batch_1", deadline=1_000.0, single=True, start_by=900.0)
     assert asyncio.run(LineExecutor(Recording(), 2, ticket=ticket).run(lines(), record, asyncio.Event()))
     # FairGate with no policy grants no line ahead of fair share: none is at risk.
-    assert seen == [Urgency(ahead=False, deadline=1_000.0, single=True, start_by=900.0)] * 3
+    assert seen == [Urgency(ahead=False, deadline=1_000.0, single=True, start_by=900.0, batch_id="batch_1")] * 3
     assert {u.start_by for u in seen} == {900.0}  # start_by takes no part in comparisons
+
+
+def test_a_lines_urgency_reads_its_batchs_at_risk_state_from_the_gates_policy_when_asked():
+    """The residency plan reads whether the line's batch is at risk when it plans a swap (by
+    batch id, from the scheduler behind the gate), not as it was when the line was granted."""
+    seen: list[Urgency] = []
+    at_risk: set[str] = set()
+
+    class Policy(EqualShares):
+        def at_risk(self, batch_id: str) -> bool:
+            return batch_id in at_risk
+
+    class Recording:
+        async def execute(self, url, body, request_id, priority=0, *, urgency=NO_DEADLINE):
+            seen.append(urgency)
+            return _Result(200, {})
+
+        async def abort(self, request_id):
+            return False
+
+    async def lines():
+        yield InputLine(1, "c0", "/v1/chat/completions", {"model": "m"})
+
+    async def record(outcome):
+        pass
+
+    ticket = Ticket("p", "batch_1", deadline=1_000.0)
+    executor = LineExecutor(Recording(), 2, gates=FairGate(2, "m", Policy()), ticket=ticket)
+    assert asyncio.run(executor.run(lines(), record, asyncio.Event()))
+    (urgency,) = seen
+    assert not urgency.ahead and not urgency.at_risk()
+    at_risk.add("batch_1")
+    assert urgency.at_risk()

@@ -153,3 +153,23 @@ def test_a_small_batch_does_not_put_its_projects_big_batch_behind():
     day = _batch("day", "a", 86400, 5000, age_s=600)
     small_hour = _batch("hour", "a", 3600, 100)
     assert behind_ids(outlook([day, small_hour], {}, {}, NOW)) == frozenset()
+
+
+def test_an_unloaded_models_stalled_batches_are_projected_at_its_last_served_rate():
+    """Engines on demand (#58): a model with no engine loaded serves nothing, so its waiting
+    batches stall (rate 0). At the rate it last served (or a prior), they are at risk only when
+    their deadline is really in danger; with no rate known, at once as before."""
+    b = _batch("b1", "b", 3600, 1000, age_s=1800)  # 1h window, 30 min left, 1000 lines left
+    stalled = {"b1": 0.0}
+    assert at_risk_ids(outlook([b], {}, stalled, NOW)) == {"b1"}  # nothing known: at once
+    # Last served 10 lines/s: 100 s of work, on time; 0.5 lines/s: 2,000 s, it would miss it.
+    assert not at_risk_ids(outlook([b], {}, stalled, NOW, served={"m": 10.0}))
+    [view] = outlook([b], {}, stalled, NOW, served={"m": 10.0})
+    assert view.batches[0].finish_at == pytest.approx(NOW + 100)
+    assert at_risk_ids(outlook([b], {}, stalled, NOW, served={"m": 0.5})) == {"b1"}
+    # Its fair share of it, beside another project's stalled batch (half of 10 lines/s: 200 s).
+    a = _batch("a1", "a", 86400, 100_000)
+    views = {v.project: v for v in outlook([a, b], {}, {"a1": 0.0, "b1": 0.0}, NOW, served={"m": 10.0})}
+    assert views["b"].batches[0].finish_at == pytest.approx(NOW + 200)
+    # A model that serves now is projected at what it serves, not at what it served.
+    assert at_risk_ids(outlook([a, b], {}, {"a1": 0.5, "b1": 0.0}, NOW, served={"m": 10.0})) >= {"b1"}

@@ -38,6 +38,7 @@ async def queue_view(
     rates: Mapping[str, float] | None = None,
     at_risk: frozenset[str] = frozenset(),
     weights: Mapping[str, float] | None = None,
+    served: Mapping[str | None, float] | None = None,
 ) -> Queue:
     """`project`'s queue, or every project's when None. Shares are worked out over every
     project's work either way. A replica's scheduler passes what it works with (recent rates,
@@ -47,7 +48,7 @@ async def queue_view(
         weights = {p.name: float(p.weight) for p in await list_projects(db)}
     async with db.read() as session:
         batches = await QueueRepository(session).active()
-    views = outlook(batches, weights, average_rates(batches, now) if rates is None else rates, now, at_risk)
+    views = outlook(batches, weights, average_rates(batches, now) if rates is None else rates, now, at_risk, served)
     data = []
     for view in views:
         if project is not None and view.project != project:

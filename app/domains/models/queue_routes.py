@@ -20,4 +20,6 @@ async def get_queue(runtime: RuntimeDep, caller: CallerDep) -> Queue:
     if runtime.worker is None:  # engines loading, or --api-only: weights come from the database
         return await queue_view(runtime.db, project)
     snapshot = runtime.worker.queue_snapshot()
-    return await queue_view(runtime.db, project, snapshot.rates, snapshot.at_risk, snapshot.weights)
+    return await queue_view(
+        runtime.db, project, snapshot.rates, snapshot.at_risk, snapshot.weights, served=snapshot.served
+    )

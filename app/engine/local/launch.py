@@ -50,8 +50,10 @@ DEFAULT_GPU_MEMORY_SHARE = 0.85
 _GIB = 1 << 30
 
 
-def build_serve_args(spec: ModelSpec, *, engines_in_process: int = 1) -> Namespace:
-    """The ``vllm serve`` arguments for ``spec`` (defaults filled as on the CLI)."""
+def build_serve_args(spec: ModelSpec, *, engines_in_process: int = 1, sleep_mode: bool = False) -> Namespace:
+    """The ``vllm serve`` arguments for ``spec`` (defaults filled as on the CLI); with
+    ``sleep_mode`` (engines on demand), vLLM's sleep mode where it works (CUDA), so a swapped-out
+    engine can sleep instead of shutting down (engine_args may turn it off)."""
     parser = make_arg_parser(FlexibleArgumentParser(prog="batchd"))
     args = parser.parse_args(["--model", spec.path])
     args.served_model_name = [spec.name]
@@ -78,6 +80,8 @@ def build_serve_args(spec: ModelSpec, *, engines_in_process: int = 1) -> Namespa
     args.scheduling_policy = "priority"
     if spec.adapters:
         _enable_lora(args, spec)
+    if sleep_mode and current_platform.is_cuda():
+        args.enable_sleep_mode = True
     for key, value in spec.engine_args.items():
         if not hasattr(args, key):
             raise ModelConfigError(f"Model {spec.name!r}: unknown engine option {key!r}.")
@@ -125,17 +129,19 @@ def _adapter_rank(model: str, folder: Path) -> int:
 _config_lock = threading.Lock()
 
 
-def _engine_config(spec: ModelSpec, engines_in_process: int) -> tuple[Namespace, AsyncEngineArgs, VllmConfig]:
+def _engine_config(
+    spec: ModelSpec, engines_in_process: int, sleep_mode: bool = False
+) -> tuple[Namespace, AsyncEngineArgs, VllmConfig]:
     """The serve arguments and vLLM's engine config for `spec`: about 2 s of CPU (argument
     parsing, ModelConfig's checks of the model files), so started in a thread: on the loop it
     held every request of a live server for as long at each engine (re)start."""
     with _config_lock:
-        args = build_serve_args(spec, engines_in_process=engines_in_process)
+        args = build_serve_args(spec, engines_in_process=engines_in_process, sleep_mode=sleep_mode)
         engine_args = AsyncEngineArgs.from_cli_args(args)
         return args, engine_args, engine_args.create_engine_config(usage_context=UsageContext.OPENAI_BATCH_RUNNER)
 
 
-async def start_model_engine(spec: ModelSpec, *, engines_in_process: int = 1) -> ModelEngine:
+async def start_model_engine(spec: ModelSpec, *, engines_in_process: int = 1, sleep_mode: bool = False) -> ModelEngine:
     """Start the engine for ``spec`` and build its serving objects.
 
     Building the model files (built-ins) and starting the engine core block
@@ -151,7 +157,7 @@ async def start_model_engine(spec: ModelSpec, *, engines_in_process: int = 1) ->
     preload_engine_allocator()
     guard_engine_processes()
     guard_media_fetches()
-    args, engine_args, vllm_config = await asyncio.to_thread(_engine_config, spec, engines_in_process)
+    args, engine_args, vllm_config = await asyncio.to_thread(_engine_config, spec, engines_in_process, sleep_mode)
 
     # Same construction as vLLM's build_async_engine_client_from_engine_args.
     # AsyncLLM starts its output handler lazily when built outside the loop.

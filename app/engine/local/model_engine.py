@@ -238,6 +238,30 @@ class ModelEngine:
             self.fast_chat.shutdown()
         shutdown_engine(self.llm, self.llm.vllm_config.shutdown_timeout)
 
+    @property
+    def can_sleep(self) -> bool:
+        """Whether vLLM's sleep mode is on for this engine (CUDA, engines on demand)."""
+        return bool(getattr(self.llm.vllm_config.model_config, "enable_sleep_mode", False))
+
+    async def sleep(self) -> None:
+        """Sleep at level 1: weights offloaded to host memory, the KV cache freed."""
+        await self.llm.sleep(level=1)
+
+    async def wake(self) -> None:
+        await self.llm.wake_up()
+
+    async def probe(self) -> None:
+        """A test generation (or embedding) after a wake: raises unless the engine answers 200."""
+        if COMPLETIONS in self.endpoints:
+            endpoint, body = COMPLETIONS, {"model": self.name, "prompt": "ping", "max_tokens": 1}
+        elif EMBEDDINGS in self.endpoints:
+            endpoint, body = EMBEDDINGS, {"model": self.name, "input": "ping"}
+        else:
+            return  # nothing cheap to ask (audio, pooling only): the first line is the test
+        status, _ = await self.run(endpoint, body)
+        if status != HTTPStatus.OK:
+            raise RuntimeError(f"the woken engine for {self.name} answered its test request with {int(status)}")
+
     async def unload(self) -> None:
         """:meth:`shutdown` without holding the event loop: waiting for the core process to exit
         takes seconds, and the loop serves ``/health`` and the other engines' lines meanwhile.

@@ -47,6 +47,7 @@ from app.engine.local.orphans import engine_processes, wait_for_exit
 from app.engine.local.requests import body_problem
 from app.engine.local.residency import Residency
 from app.engine.local.shared_memory import SharedObjects, engine_shared_objects, release_leftovers
+from app.engine.local.sleep import SleepOrRestart
 from app.engine.poison import Suspects
 from app.engine.prompt_tokens import estimate_all
 from app.engine.protocol import UpstreamStatus
@@ -88,6 +89,8 @@ class EngineRegistry:
         self._min_residency = min_residency_seconds
         self._min_load_interval = min_load_interval_seconds
         self._residency: Residency | None = None  # None: every engine stays loaded
+        self._swaps: SleepOrRestart | None = None  # how a swap unloads and loads (sleep or restart)
+        self._sleep_mode = False  # engines start with vLLM's sleep mode where it works (on demand)
         self._engines_in_process = 1
         self._restarts = restarts or RestartPolicy()
         self._supervisors: dict[str, EngineSupervisor[ModelEngine]] = {}
@@ -136,6 +139,17 @@ class EngineRegistry:
         always = [spec for spec in specs if spec.load == "always"]
         kept = always[: self._max_resident] if self._max_resident is not None else always
         on_demand = [spec for spec in specs if spec not in kept]
+        # Engines that may be swapped out start able to sleep where the hardware can (CUDA):
+        # selected once here, by what each engine then says it can do (ModelEngine.can_sleep).
+        self._sleep_mode = bool(on_demand)
+        self._swaps = SleepOrRestart(
+            start=self._load_on_demand,
+            stop=self._stop_engine,
+            sleep=self._sleep_engine,
+            wake=self._wake_engine,
+            probe=self._probe_engine,
+            can_sleep=lambda model: model in self._engines and self._engines[model].can_sleep,
+        )
         # On a GPU the engines loaded at once split its memory (launch.DEFAULT_GPU_MEMORY_SHARE).
         self._engines_in_process = max(1, min(len(specs), self._max_resident or len(specs)))
         # One at a time: each start already saturates the CPU (imports, warm-up
@@ -146,7 +160,8 @@ class EngineRegistry:
                 self._profiles[spec.name] = _Profile(spec, engine.endpoints, engine.max_num_seqs)
                 self._created[spec.name] = int(time.time())
                 if spec in on_demand:
-                    await self._stop_engine(spec.name)
+                    # Asleep where it can sleep (its first load is then a wake), else stopped.
+                    await self._swaps.unload(spec.name)
                 if self._closed:
                     raise EngineNotReadyError("shutdown() was called while the engines were starting.")
             # Once all are up: engines started after pinning would inherit the narrowed CPUs.
@@ -158,13 +173,15 @@ class EngineRegistry:
         for spec in kept:
             self._supervise(spec, self._engines[spec.name])
             metrics.set_engine_resident(spec.name, True)
+        for name in self._swaps.asleep:
+            self._supervise(self._profiles[name].spec, self._engines[name])
         if on_demand:
             self._residency = Residency(
                 {spec.name: spec.load == "always" for spec in specs},
                 self._max_resident,
                 self._min_residency,
-                load=self._load_on_demand,
-                unload=self._stop_engine,
+                load=self._swaps.load,
+                unload=self._swaps.unload,
                 min_load_interval=self._min_load_interval,
             )
             self._residency.start([spec.name for spec in kept])
@@ -182,7 +199,9 @@ class EngineRegistry:
 
     async def _launch(self, spec: ModelSpec, engines_in_process: int) -> ModelEngine:
         before = {proc.pid for proc in engine_processes()}
-        engine = await launch.start_model_engine(spec, engines_in_process=engines_in_process)
+        engine = await launch.start_model_engine(
+            spec, engines_in_process=engines_in_process, sleep_mode=self._sleep_mode
+        )
         processes = engine_processes(excluding=before)
         self._processes[spec.name] = (processes, engine_shared_objects(processes))
         self._engines[spec.name] = engine
@@ -206,6 +225,19 @@ class EngineRegistry:
             await self._retire(engine)
             raise EngineNotReadyError("The engines were shut down.")
         self._supervise(spec, engine)
+
+    async def _sleep_engine(self, model: str) -> None:
+        """Put ``model``'s engine to sleep (no line runs on it): it stays alive and supervised."""
+        await self._engines[model].sleep()
+
+    async def _wake_engine(self, model: str) -> None:
+        engine = self._engines.get(model)
+        if engine is None:
+            raise EngineNotReadyError(f"The engine for {model} is gone.")
+        await engine.wake()
+
+    async def _probe_engine(self, model: str) -> None:
+        await self._engines[model].probe()
 
     async def _stop_engine(self, model: str) -> None:
         """Unload ``model``'s engine (no line runs on it): its core process exits, its memory

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from app.core import metrics
 from app.engine.errors import EngineUnavailableError
-from app.scheduling.residency import ModelDemand, Urgency, plan_swap
+from app.scheduling.residency import ModelDemand, Swap, SwapReason, Urgency, plan_swap
 
 log = logging.getLogger("batchd.engine")
 
@@ -59,6 +59,9 @@ class _Model:
             min(ranked, default=Urgency()),
             self.always,
             self.last_load,
+            # Each batch's at-risk state now, by its id (the scheduler's projection): not as it
+            # was when its lines were granted.
+            any(u.at_risk() for u in ranked),
         )
 
 
@@ -85,6 +88,7 @@ class Residency:
         self._closed = False
         self._task: asyncio.Task | None = None
         self.swapping: str | None = None  # the model being loaded, for status pages
+        self._none_loaded_since: float | None = None  # monotonic; while no engine is loaded
 
     def start(self, resident: list[str]) -> None:
         """Begin with ``resident`` loaded (the registry started them) and make swaps from now on."""
@@ -156,8 +160,10 @@ class Residency:
                     if any(d.waiting and not d.resident for d in self.demands()):
                         asyncio.get_running_loop().call_later(1.0, self._kick.set)
                     continue
+                self._log_plan(swap)
+                metrics.record_engine_swap(swap.reason)
                 if swap.unload is not None:
-                    await self._unload_engine(swap.unload)
+                    await self._unload_engine(swap.unload, swap.reason)
                 await self._load_engine(swap.load)
             except asyncio.CancelledError:
                 raise
@@ -166,7 +172,34 @@ class Residency:
                 await asyncio.sleep(LOAD_RETRY_SECONDS)
             self._kick.set()  # more may wait
 
-    async def _unload_engine(self, name: str) -> None:
+    def _log_plan(self, swap: Swap) -> None:
+        """Say what the plan is and why (the reason is also ``batchd_engine_swaps_total``'s)."""
+        demands = {d.model: d for d in self.demands()}
+        wanting = demands[swap.load]
+        why = {
+            SwapReason.ROOM: "there is room for it",
+            SwapReason.DRAINED: "the engine in its place has no line left",
+            SwapReason.AT_RISK: "its work is at risk of missing its deadline and the busy engine's is not",
+            SwapReason.DUE_EARLIER: "its work is at risk and due before the busy engine's (at risk too)",
+            SwapReason.TURN: "both have work at risk due together and the busy engine's turn is over",
+        }[swap.reason]
+        if swap.unload is None:
+            log.info("engine for %s: loading it for %d waiting lines (%s)", swap.load, wanting.waiting, why)
+            return
+        gone = demands[swap.unload]
+        log.info(
+            "engine for %s: loading it for %d waiting lines in place of %s's (%d lines in flight, %d waiting) "
+            "(reason %s: %s)",
+            swap.load,
+            wanting.waiting,
+            swap.unload,
+            gone.in_flight,
+            gone.waiting,
+            swap.reason,
+            why,
+        )
+
+    async def _unload_engine(self, name: str, reason: SwapReason) -> None:
         model = self._models[name]
         model.draining = True
         log.info(
@@ -180,6 +213,9 @@ class Residency:
             await self._unload(name)
             model.resident = False
             metrics.set_engine_resident(name, False)
+            metrics.record_engine_unload(name, reason)
+            if not any(m.resident for m in self._models.values()):
+                self._none_loaded_since = time.monotonic()
         finally:
             model.draining = False
         await self._notify()
@@ -194,6 +230,9 @@ class Residency:
             self.swapping = None
         model.resident, model.since = True, time.monotonic()
         model.last_load = model.since
+        if self._none_loaded_since is not None:
+            metrics.add_no_engine_loaded_seconds(model.since - self._none_loaded_since)
+            self._none_loaded_since = None
         seconds = model.since - started
         metrics.record_engine_load(name, seconds)
         metrics.set_engine_resident(name, True)

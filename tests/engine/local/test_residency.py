@@ -1,17 +1,24 @@
 """The residency manager with fake loads (no vLLM): lines of a model with no engine wait, the
 engine in the way drains and is unloaded before the needed one loads (never two at once with a
-budget of one), the earlier deadline goes first, and every line runs exactly once."""
+budget of one), a busy engine stays until work waiting for another is at risk (read by batch id
+when the swap is planned), and every line runs exactly once."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 
+from app.core import metrics
 from app.engine.errors import EngineUnavailableError
 from app.engine.local.residency import Residency
-from app.scheduling.residency import Urgency
+from app.scheduling.residency import SwapReason, Urgency
 
 HOUR, DAY = Urgency(deadline=3_600.0), Urgency(deadline=86_400.0)
+RISKY_HOUR = Urgency(ahead=True, deadline=3_600.0)  # no lookup: at risk as granted
+
+
+def _swaps(reason: SwapReason) -> float:
+    return metrics.ENGINE_SWAPS.labels(reason)._value.get()
 
 
 class Engines:
@@ -52,66 +59,85 @@ async def _lines(residency: Residency, engines: Engines, model: str, count: int,
     await asyncio.gather(*(stream(first) for first in range(4)))
 
 
-def test_lines_of_an_unloaded_model_wait_for_a_swap_and_the_earlier_deadline_runs_first():
+def test_lines_of_an_unloaded_model_wait_while_on_time_and_are_loaded_once_their_batch_is_at_risk():
+    """A 24h batch keeps `embed` busy; the 1h batch's lines for `chat` wait while the scheduler
+    says it is on time, and preempt once it says it is at risk (read by batch id at each plan)."""
+    at_risk: set[str] = set()
+    chat_urgency = Urgency(deadline=3_600.0, batch_id="batch_chat", risk=at_risk.__contains__)
+    before = {reason: _swaps(reason) for reason in SwapReason}
+
     async def scenario():
         engines = Engines({"chat"})
         residency = Residency({"chat": True, "embed": True}, 1, 0.1, engines.load, engines.unload)
         residency.start(["chat"])
         try:
-            embed = asyncio.create_task(_lines(residency, engines, "embed", 200, DAY))
+            embed = asyncio.create_task(_lines(residency, engines, "embed", 400, DAY))
             # The idle chat engine gives way to the embeddings, which start running.
             while not any(model == "embed" for model, _ in engines.ran):
                 await asyncio.sleep(0.001)
-            chat = asyncio.create_task(_lines(residency, engines, "chat", 20, HOUR))
+            chat = asyncio.create_task(_lines(residency, engines, "chat", 20, chat_urgency))
+            # On time: well past the minimum residency, the busy embeddings engine stays.
+            while sum(model == "embed" for model, _ in engines.ran) < 150:
+                await asyncio.sleep(0.001)
+            on_time_events = list(engines.events)
+            at_risk.add("batch_chat")
             await asyncio.wait_for(asyncio.gather(embed, chat), 10)
         finally:
             await residency.close()
-        return engines
+        return engines, on_time_events
 
-    engines = asyncio.run(scenario())
+    engines, on_time_events = asyncio.run(scenario())
+    assert on_time_events == ["unload chat", "load embed"]
     assert engines.most_at_once == 1
-    assert sorted(engines.ran) == sorted([("embed", i) for i in range(200)] + [("chat", i) for i in range(20)])
-    # The idle chat engine went for the embeddings; after their minimum residency the 1h lines
-    # preempted the 24h ones, which ran last.
+    assert sorted(engines.ran) == sorted([("embed", i) for i in range(400)] + [("chat", i) for i in range(20)])
+    # At risk, the 1h lines preempted the 24h ones, which ran last.
     assert engines.events == ["unload chat", "load embed", "unload embed", "load chat", "unload chat", "load embed"]
     last_chat = max(n for n, (model, _) in enumerate(engines.ran) if model == "chat")
     first_chat = min(n for n, (model, _) in enumerate(engines.ran) if model == "chat")
     assert all(model == "chat" for model, _ in engines.ran[first_chat : last_chat + 1])
-    assert 0 < first_chat and engines.ran[-1][0] == "embed"
+    assert first_chat >= 150 and engines.ran[-1][0] == "embed"
+    # Each swap counted by its reason: two for drained engines, one for the batch at risk.
+    after = {reason: _swaps(reason) - before[reason] for reason in SwapReason}
+    assert after == {
+        SwapReason.ROOM: 0,
+        SwapReason.DRAINED: 2,
+        SwapReason.AT_RISK: 1,
+        SwapReason.DUE_EARLIER: 0,
+        SwapReason.TURN: 0,
+    }
 
 
-def test_busy_models_with_no_deadline_between_them_take_turns_after_the_minimum_residency():
+def test_a_busy_engine_with_nothing_waiting_at_risk_stays_until_it_drains():
     async def scenario():
         engines = Engines({"a"})
-        residency = Residency({"a": True, "b": True}, 1, 0.2, engines.load, engines.unload)
+        residency = Residency({"a": True, "b": True}, 1, 0.05, engines.load, engines.unload)
         residency.start(["a"])
         stop = asyncio.Event()
 
-        async def stream(model: str) -> int:
+        async def stream(model: str, until: asyncio.Event | None) -> int:
             count = 0
-            while not stop.is_set():
+            while until is None or not until.is_set():
                 await _line(residency, engines, model, count, DAY)
                 count += 1
+                if until is None and count == 50:
+                    break
             return count
 
         try:
-            a = asyncio.create_task(stream("a"))
-            b = asyncio.create_task(stream("b"))
-            await asyncio.sleep(0.05)
-            assert engines.events == []  # a's turn is not over: b waits
-            await asyncio.sleep(1.5)
+            a = [asyncio.create_task(stream("a", stop)) for _ in range(2)]
+            b = asyncio.create_task(stream("b", None))
+            await asyncio.sleep(1.0)  # twenty times a's minimum residency
+            events_while_busy = list(engines.events)
             stop.set()
-            await asyncio.wait_for(asyncio.gather(a, b), 10)
+            await asyncio.wait_for(asyncio.gather(*a, b), 10)
         finally:
             await residency.close()
-        return engines
+        return engines, events_while_busy
 
-    engines = asyncio.run(scenario())
-    assert engines.most_at_once == 1
-    swaps = [event for event in engines.events if event.startswith("load")]
-    # Turns of 0.2 s at least, each costing two fake loads of 10 ms: a handful, not hundreds.
-    assert 2 <= len(swaps) <= 8, engines.events
-    assert {model for model, _ in engines.ran} == {"a", "b"}
+    engines, events_while_busy = asyncio.run(scenario())
+    assert events_while_busy == []  # b's lines are on time: a keeps its engine
+    assert engines.events == ["unload a", "load b"]  # and once a drains, b gets it
+    assert sum(model == "b" for model, _ in engines.ran) == 50
 
 
 def test_single_requests_to_another_model_wait_for_a_busy_engine_and_a_flex_one_gives_up_in_time():
@@ -162,7 +188,7 @@ def test_single_requests_to_another_model_wait_for_a_busy_engine_and_a_flex_one_
 
 
 def test_a_model_is_not_loaded_in_place_of_a_busy_engine_again_within_the_min_load_interval():
-    """One-line 1h batches to `b` every 0.05 s while a 24h batch keeps `a` busy: each preempts
+    """One-line 1h batches at risk to `b` every 0.05 s while a 24h batch keeps `a` busy: each preempts
     `a` after its minimum residency (0.05 s), but `b` is loaded at most once per 0.5 s."""
 
     async def scenario():
@@ -192,7 +218,7 @@ def test_a_model_is_not_loaded_in_place_of_a_busy_engine_again_within_the_min_lo
             lines = []
             while time.monotonic() - started < 1.6:
                 await asyncio.sleep(0.05)
-                lines.append(asyncio.create_task(_line(residency, engines, "b", len(lines), HOUR)))
+                lines.append(asyncio.create_task(_line(residency, engines, "b", len(lines), RISKY_HOUR)))
             busy_loads = list(loads_at)  # an idle `a` gives way at once: only these are preemptions
             stop.set()
             await asyncio.wait_for(asyncio.gather(*streams, *lines), 10)
