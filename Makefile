@@ -72,11 +72,11 @@ lint: install ## ruff, ruff format, import contracts, mypy, hadolint, compose an
 	scripts/lint-kubernetes.sh $(BIN)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-# The vLLM tests in one session, the rest beside it; each session's
-# output is printed however the run ends, and a session with no selected test passes
-# (scripts/test-sessions.sh).
-test: install chromium lint ## lint, then the whole suite in two sessions side by side (PYTEST_ARGS adds pytest options)
-	scripts/test-sessions.sh $(BIN)/python $(PYTEST_ARGS)
+# The vLLM tests in one session, the rest beside it, and `make lint` beside both while they
+# start; each one's output is printed however the run ends, a session with no selected test
+# passes, and any failure (the lint's too) fails the run (scripts/test-sessions.sh).
+test: install chromium ## the whole suite in two sessions side by side, make lint beside them (PYTEST_ARGS adds pytest options)
+	LINT="$(MAKE) --no-print-directory lint" scripts/test-sessions.sh $(BIN)/python $(PYTEST_ARGS)
 
 # The edit loop: every test that starts no engine and no server with models (tests/conftest.py
 # marks those `engine`, from the fixtures they take) nor takes half a minute (`slow`), on SQLite

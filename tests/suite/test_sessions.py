@@ -1,6 +1,6 @@
 """`make test`'s two sessions (scripts/test-sessions.sh) on a throwaway test directory: an empty
-session passes, a failure in either fails the run, and a SIGTERM mid-run still prints what the
-second session wrote; nothing of the run outlives it."""
+session passes, a failure in either fails the run, as a failing lint beside them does, and a
+SIGTERM mid-run still prints what the second session wrote; nothing of the run outlives it."""
 
 from __future__ import annotations
 
@@ -48,17 +48,20 @@ def _tests(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def _start(tmp_path: Path, root: Path, *pytest_args: str) -> ManagedProcess:
+def _start(tmp_path: Path, root: Path, *pytest_args: str, lint: str | None = None) -> ManagedProcess:
     # Only the plugins the script needs: the environment's others take seconds to import in each
     # of the interpreters. The second session's log goes to TMPDIR (mktemp).
     (tmp_path / "tmp").mkdir()
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "TMPDIR": str(tmp_path / "tmp")}
+    env.pop("LINT", None)
+    if lint is not None:
+        env["LINT"] = lint
     cmd = ["bash", str(SCRIPT), sys.executable, "--rootdir", str(root), str(root), *pytest_args]
     return ManagedProcess(cmd, tmp_path / "run.log", env=env, cwd=root).start()
 
 
-def _run(tmp_path: Path, files: dict[str, str], *pytest_args: str) -> tuple[int, str]:
-    run = _start(tmp_path, _tests(tmp_path / "tests", files), *pytest_args)
+def _run(tmp_path: Path, files: dict[str, str], *pytest_args: str, lint: str | None = None) -> tuple[int, str]:
+    run = _start(tmp_path, _tests(tmp_path / "tests", files), *pytest_args, lint=lint)
     try:
         code = run.wait(120)
         assert code is not None, run.log()
@@ -89,6 +92,16 @@ def test_a_failing_test_in_either_session_fails_the_run(tmp_path, failing):
     code, log = _run(tmp_path, files)
     assert code != 0, log
     assert f"FAILED {failing}::test_fails" in log, log
+
+
+@pytest.mark.parametrize("exit_code", [0, 1])
+def test_the_lint_runs_beside_the_sessions_and_its_failure_fails_the_run(tmp_path, exit_code):
+    script = tmp_path / "lint.sh"
+    script.write_text(f"echo the lint ran; exit {exit_code}\n")
+    code, log = _run(tmp_path, PASSING, lint=f"bash {script}")
+    assert (code == 0) == (exit_code == 0), log
+    assert "the lint ran" in log.split("================ the lint:")[1], log
+    assert f"the other session exit 0, lint exit {exit_code}" in log, log
 
 
 def test_a_sigterm_mid_run_prints_what_the_second_session_wrote(tmp_path):
