@@ -76,7 +76,7 @@ lint: install ## ruff, ruff format, import contracts, mypy, hadolint, compose an
 # start; each one's output is printed however the run ends, a session with no selected test
 # passes, and any failure (the lint's too) fails the run (scripts/test-sessions.sh).
 test: install chromium ## the whole suite in two sessions side by side, make lint beside them (PYTEST_ARGS adds pytest options)
-	LINT="$(MAKE) --no-print-directory lint" scripts/test-sessions.sh $(BIN)/python $(PYTEST_ARGS)
+	LINT="make --no-print-directory lint" scripts/test-sessions.sh $(BIN)/python $(PYTEST_ARGS)
 
 # The edit loop: every test that starts no engine and no server with models (tests/conftest.py
 # marks those `engine`, from the fixtures they take) nor takes half a minute (`slow`), on SQLite
