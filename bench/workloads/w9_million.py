@@ -171,9 +171,9 @@ def run(lines: int, work: Path, output_order: str = "completion") -> dict[str, A
             created = time.monotonic()
             created_offset = created - sampler.started
             # batchd's output_order only when asked: the default run's create body is OpenAI's.
-            extra = {"extra_body": {"output_order": output_order}} if output_order != "completion" else {}
+            extra_body = {"output_order": output_order} if output_order != "completion" else None
             batch = client.batches.create(
-                input_file_id=file.id, endpoint="/v1/embeddings", completion_window="24h", **extra
+                input_file_id=file.id, endpoint="/v1/embeddings", completion_window="24h", extra_body=extra_body
             )
             echoed = (batch.model_extra or {}).get("output_order", "completion")
             seen = watch_statuses(client, batch.id, created)
