@@ -8,9 +8,11 @@ download; validation and finalize are timed from the status changes seen by poll
 < 100 MB per replica, database size after finalize within 10 MB of before, validation and
 finalize each >= 50 MB/s. The output file is read back and every custom_id must appear once.
 
-    .venv/bin/python -m bench --workloads W9 [--scale 1.0]
+    .venv/bin/python -m bench --workloads W9 [--scale 1.0] [--param output_order=input --label -input-order]
 
-``--scale`` multiplies the 1,000,000 lines.
+``--scale`` multiplies the 1,000,000 lines. ``--param output_order=input`` creates the batch with
+batchd's ``output_order: "input"`` (issue #57, through ``extra_body``) and adds a goal: the output
+file lists its custom_ids in the input's order.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any, ClassVar
 import openai
 
 from bench.report import Check, Document, Report, checks_table, plt
-from bench.workload import Context, NoParams
+from bench.workload import Context, parse_params
 from harness import db, postgres
 from harness.client import openai_client
 from harness.fake_fleet import FakeFleet, upstream_config
@@ -45,6 +47,7 @@ PER_URL = 64
 GOAL_RSS_GROWTH_MB = 100
 GOAL_DB_GROWTH_MB = 10
 GOAL_MB_PER_S = 50
+OUTPUT_ORDERS = ("completion", "input")
 
 
 def write_input(path: Path, lines: int) -> int:
@@ -121,7 +124,7 @@ def watch_statuses(client: openai.OpenAI, batch_id: str, started: float) -> dict
         time.sleep(0.05)
 
 
-def run(lines: int, work: Path) -> dict[str, Any]:
+def run(lines: int, work: Path, output_order: str = "completion") -> dict[str, Any]:
     input_path = work / "input.jsonl"
     input_bytes = write_input(input_path, lines)
     weed = SeaweedFS(work / "seaweedfs").start()
@@ -167,19 +170,29 @@ def run(lines: int, work: Path) -> dict[str, Any]:
             upload_s = time.monotonic() - t0
             created = time.monotonic()
             created_offset = created - sampler.started
-            batch = client.batches.create(input_file_id=file.id, endpoint="/v1/embeddings", completion_window="24h")
+            # batchd's output_order only when asked: the default run's create body is OpenAI's.
+            extra_body = {"output_order": output_order} if output_order != "completion" else None
+            batch = client.batches.create(
+                input_file_id=file.id, endpoint="/v1/embeddings", completion_window="24h", extra_body=extra_body
+            )
+            echoed = (batch.model_extra or {}).get("output_order", "completion")
             seen = watch_statuses(client, batch.id, created)
             batch = client.batches.retrieve(batch.id)
             output_bytes = client.files.retrieve(batch.output_file_id).bytes if batch.output_file_id else 0
             t1 = time.monotonic()
             ids: set[str] = set()
             duplicates = 0
+            # Lines whose custom_id ("c-<input line>") is not the next after the line before's.
+            out_of_order, previous = 0, -1
             assert batch.output_file_id is not None, batch.status
             with client.files.with_streaming_response.content(batch.output_file_id) as response:
                 for raw in response.iter_lines():
                     custom_id = json.loads(raw)["custom_id"]
                     duplicates += custom_id in ids
                     ids.add(custom_id)
+                    number = int(custom_id.removeprefix("c-"))
+                    out_of_order += number != previous + 1
+                    previous = number
             download_s = time.monotonic() - t1
         after = sampler.samples[-1]
         tables_after = largest_tables(servers[0])
@@ -197,11 +210,14 @@ def run(lines: int, work: Path) -> dict[str, Any]:
     assert counts is not None  # batchd always sends them
     return {
         "lines": lines,
+        "output_order": output_order,
+        "output_order_echoed": echoed,
         "status": batch.status,
         "completed": counts.completed,
         "failed": counts.failed,
         "distinct_custom_ids": len(ids),
         "duplicate_custom_ids": duplicates,
+        "out_of_order_lines": out_of_order,
         "input_mb": round(input_bytes / MB, 1),
         "output_mb": round(output_bytes / MB, 1),
         "upload_s": round(upload_s, 2),
@@ -229,6 +245,19 @@ def run(lines: int, work: Path) -> dict[str, Any]:
 def checks(r: dict[str, Any]) -> list[Check]:
     """The goals; the first (every line once) is a failure when missed, not a missed goal."""
     growth = max(r["rss_growth_mb"])
+    in_input_order = (
+        [
+            Check.at_most(
+                "output custom_ids in input order (lines out of place)",
+                r["out_of_order_lines"] + (r["output_order_echoed"] != "input"),
+                0,
+                goal="none",
+                value=f"{r['out_of_order_lines']:,} out of place; the batch echoes {r['output_order_echoed']!r}",
+            )
+        ]
+        if r.get("output_order", "completion") == "input"
+        else []
+    )
     return [
         Check.at_most(
             "every custom_id once (missing or repeated)",
@@ -237,6 +266,7 @@ def checks(r: dict[str, Any]) -> list[Check]:
             goal="none",
             value=f"{r['distinct_custom_ids']:,} distinct, {r['duplicate_custom_ids']} repeated",
         ),
+        *in_input_order,
         Check.at_most(
             "RSS growth per replica (MB)",
             growth,
@@ -269,7 +299,7 @@ def render(doc: Document) -> str:
     rows = "\n".join(checks_table(doc["checks"]))
     return f"""One {r["lines"]:,}-line embeddings batch ({r["input_mb"]} MB in, {r["output_mb"]} MB out), two
 `batchd serve` replicas over one Postgres database and one SeaweedFS bucket, a zero-latency fake
-fleet ({URLS} URLs, {PER_URL} at once each). Status: {r["status"]} ({r["completed"]:,} ok,
+fleet ({URLS} URLs, {PER_URL} at once each), `output_order` {r.get("output_order", "completion")!r}. Status: {r["status"]} ({r["completed"]:,} ok,
 {r["failed"]} failed). RSS is each replica's process tree, sampled every second from before the
 upload to after the download; the database size is `pg_database_size`. Leases last the default
 15 s (validation checks lines in a thread, so the renewal beside it on the event loop keeps its pace).
@@ -315,17 +345,28 @@ def chart(doc: Document, path: Path) -> None:
     pyplot.close(fig)
 
 
+@dataclass(frozen=True)
+class W9Params:
+    # batchd's `output_order` of the batch: "completion" (the default: the create body is OpenAI's)
+    # or "input" (issue #57: the output file in input order, one more goal)
+    output_order: str = "completion"
+
+
 class W9Million:
     id, slug, title = "W9", "W9-million", "A million lines on two replicas (Postgres + S3)"
     default_rounds = 0
-    Params: ClassVar[type[NoParams]] = NoParams
+    Params: ClassVar[type[W9Params]] = W9Params
 
     def run(self, context: Context) -> Report:
+        params = parse_params(W9Params, context.params)
+        if params.output_order not in OUTPUT_ORDERS:
+            raise ValueError(f"output_order: {params.output_order!r}; choose from {', '.join(OUTPUT_ORDERS)}")
         work = context.work_dir / "W9"
         work.mkdir(parents=True, exist_ok=True)
-        result = run(context.scaled(LINES), work)
+        result = run(context.scaled(LINES), work, params.output_order)
         goals = checks(result)
-        failed = not goals[0].passed  # a lost or repeated line is a failure, not a missed goal
+        # A lost or repeated line (or, asked for input order, a line out of it) is a failure, not a missed goal.
+        failed = not goals[0].passed or (params.output_order == "input" and not goals[1].passed)
         data = {"run": result, "checks": [c.to_dict() for c in goals]}
         samples = {"samples": result.pop("samples")}  # each second's RSS and database size
         return Report(self.id, self.slug, self.title, data, render, chart, failed=failed, samples=samples)

@@ -1,6 +1,7 @@
 """The S3 writer's parts in flight (app/storage/s3.py), against a fake client whose part uploads
 end when the test lets them: no more than PARTS_IN_FLIGHT go up at once, the upload is completed
-with every part in number order (whatever order they ended in), the hash is the bytes', a part
+with every part in number order (whatever order they ended in), the hash is the bytes', a writer
+fills no more buffers than one and those in flight, a part
 that failed fails the commit, and a discard waits for the parts going up before its abort."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ class _FakeS3:
     def __init__(self) -> None:
         self.gates: dict[int, asyncio.Event] = {}
         self.parts: dict[int, bytes] = {}
+        self.bodies: set[int] = set()  # the distinct buffers parts went up in
         self.running: set[int] = set()
         self.most = 0
         self.completed: list[dict] | None = None
@@ -40,7 +42,8 @@ class _FakeS3:
             self.running.discard(PartNumber)
         if PartNumber == self.fail_part:
             raise OSError("part refused")
-        self.parts[PartNumber] = Body
+        self.parts[PartNumber] = Body.read()  # what aiohttp sends: the body from where it stands
+        self.bodies.add(id(Body))
         self.calls.append(f"part {PartNumber}")
         return {"ETag": f"e{PartNumber}"}
 
@@ -93,6 +96,8 @@ def test_parts_go_up_side_by_side_bounded_and_complete_in_order():
         assert fake.completed == [{"PartNumber": n, "ETag": f"e{n}"} for n in range(1, 7)]
         assert b"".join(fake.parts[n] for n in range(1, 7)) == data
         assert writer.size == len(data) and writer.sha256 == hashlib.sha256(data).hexdigest()
+        # A part's buffer, once up, is filled again: one filling and those in flight, no more.
+        assert len(fake.bodies) <= 1 + PARTS_IN_FLIGHT
 
     asyncio.run(run())
 
@@ -140,5 +145,25 @@ def test_a_discard_waits_for_the_parts_going_up_then_aborts():
         fake.gate(1).set()
         await discarding
         assert fake.calls == ["create", "part 1", "abort"]
+
+    asyncio.run(run())
+
+
+def test_a_small_blob_s_hash_holds_after_its_commit():
+    """A blob smaller than a part goes up in one PUT at commit; its hash, read after the commit
+    (finalize reads it so), is still the bytes'."""
+
+    class _Puts(_FakeS3):
+        async def put_object(self, *, Body, **kwargs):
+            self.parts[0] = Body.read()
+
+    async def run() -> None:
+        fake = _Puts()
+        store = _store(fake)
+        writer = store.new_writer("proj", "file-1")
+        writer.write(b"abc")
+        await store.commit(writer, "proj", "file-1")
+        assert fake.parts[0] == b"abc"
+        assert writer.sha256 == hashlib.sha256(b"abc").hexdigest()
 
     asyncio.run(run())
