@@ -118,18 +118,24 @@ def test_lines_stopped_before_they_start_give_their_slots_back():
     assert asyncio.run(scenario()) == (0, 0)
 
 
+class _UrgencyRecorder:
+    """Engines that answer every line and keep the urgency each came with."""
+
+    def __init__(self, seen: list[Urgency]) -> None:
+        self.seen = seen
+
+    async def execute(self, url, body, request_id, priority=0, *, urgency=NO_DEADLINE):
+        self.seen.append(urgency)
+        return _Result(200, {})
+
+    async def abort(self, request_id):
+        return False
+
+
 def test_each_line_goes_to_the_engines_with_its_batchs_urgency():
     """The deadline, lane and start-by of the line's batch reach the engines as an argument of
     execute (what the residency manager ranks models by), beside its priority."""
     seen: list[Urgency] = []
-
-    class Recording:
-        async def execute(self, url, body, request_id, priority=0, *, urgency=NO_DEADLINE):
-            seen.append(urgency)
-            return _Result(200, {})
-
-        async def abort(self, request_id):
-            return False
 
     async def lines():
         for n in range(3):
@@ -139,7 +145,7 @@ def test_each_line_goes_to_the_engines_with_its_batchs_urgency():
         pass
 
     ticket = Ticket("p", "batch_1", deadline=1_000.0, single=True, start_by=900.0)
-    assert asyncio.run(LineExecutor(Recording(), 2, ticket=ticket).run(lines(), record, asyncio.Event()))
+    assert asyncio.run(LineExecutor(_UrgencyRecorder(seen), 2, ticket=ticket).run(lines(), record, asyncio.Event()))
     # FairGate with no policy grants no line ahead of fair share: none is at risk.
     assert seen == [Urgency(ahead=False, deadline=1_000.0, single=True, start_by=900.0, batch_id="batch_1")] * 3
     assert {u.start_by for u in seen} == {900.0}  # start_by takes no part in comparisons
@@ -155,14 +161,6 @@ def test_a_lines_urgency_reads_its_batchs_at_risk_state_from_the_gates_policy_wh
         def at_risk(self, batch_id: str) -> bool:
             return batch_id in at_risk
 
-    class Recording:
-        async def execute(self, url, body, request_id, priority=0, *, urgency=NO_DEADLINE):
-            seen.append(urgency)
-            return _Result(200, {})
-
-        async def abort(self, request_id):
-            return False
-
     async def lines():
         yield InputLine(1, "c0", "/v1/chat/completions", {"model": "m"})
 
@@ -170,7 +168,7 @@ def test_a_lines_urgency_reads_its_batchs_at_risk_state_from_the_gates_policy_wh
         pass
 
     ticket = Ticket("p", "batch_1", deadline=1_000.0)
-    executor = LineExecutor(Recording(), 2, gates=FairGate(2, "m", Policy()), ticket=ticket)
+    executor = LineExecutor(_UrgencyRecorder(seen), 2, gates=FairGate(2, "m", Policy()), ticket=ticket)
     assert asyncio.run(executor.run(lines(), record, asyncio.Event()))
     (urgency,) = seen
     assert not urgency.ahead and not urgency.at_risk()
