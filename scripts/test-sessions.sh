@@ -20,7 +20,7 @@ rest_log=$(mktemp)
 lint_log=
 lint_pid=
 # The second session's xdist options (OTHER_SESSION_WORKERS="" runs it in one process).
-workers=${OTHER_SESSION_WORKERS--n 2 --dist loadfile}
+workers=${OTHER_SESSION_WORKERS--p xdist.plugin -n 2 --dist loadfile}
 # The sessions' ids while they run (a reaped id may be another process's).
 running=
 

@@ -61,8 +61,6 @@ def _start(
     env.pop("OTHER_SESSION_WORKERS", None)
     if workers is not None:
         env["OTHER_SESSION_WORKERS"] = workers
-    else:  # xdist by name, as autoloading would (under its module's name: no clash with the entry point)
-        env["PYTEST_PLUGINS"] = "xdist.plugin"
     if lint is not None:
         env["LINT"] = lint
     cmd = ["bash", str(SCRIPT), sys.executable, "--rootdir", str(root), str(root), *pytest_args]
