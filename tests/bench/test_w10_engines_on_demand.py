@@ -111,7 +111,7 @@ def test_a_systems_measures_from_its_batches_samples_and_counters():
     rows = _rows(hour_finish=30.0, makespan=100.0)
     samples = [_sample(0.0, {CHAT: True}, {CHAT: 3}), _sample(50.0, {CHAT: True}, {CHAT: 0})]
     m = system_measures(rows, samples, {CHAT: 0.0, EMBED: 3.0}, {EMBED: 24.5})
-    assert (m["makespan_s"], m["busy_s"], m["busy_fraction"]) == (100.0, 50.0, 0.5)
+    assert (m["makespan_s"], m["busy_s"], m["busy_fraction"], m["idle_waiting_s"]) == (100.0, 50.0, 0.5, 50.0)
     assert (m["loads"], m["loads_by_model"], m["load_seconds"]) == (3, {EMBED: 3}, 24.5)
     assert m["no_engine_s"] == 0.0
     assert m["worst_1h_finish_s"] == 30.0 and m["hour_batches_missed"] == [] and m["deadlines_missed"] == []
@@ -199,7 +199,7 @@ def test_w10_runs_through_the_one_harness_and_renders():
         "checks": goal_checks(rounds),
     }
     text = render(doc)
-    assert "| budget | 180 | - | 3 | - | - |" in text and "| resident | 100 | - | 0 | - | - |" in text
+    assert "| budget | 180 | - | - | 3 | - | - |" in text and "| resident | 100 | - | - | 0 | - | - |" in text
     assert "| 1 | budget then resident | 1.8 | 1.2 |" in text
     assert "0 s batchd-tiny-chat loaded" in text
     assert "| chat-1h | batchd-tiny-chat | 1h | 10 | 2 | 32 | 30 | completed | yes | 0 | 0 | 0 |" in text

@@ -16,8 +16,8 @@ from bench.compare import median_same_round_ratio
 from bench.report import Check
 from bench.workloads.w10.plan import BUDGET, RESIDENT
 
-MAKESPAN_RATIO_MAX = 2.5
-WORK_RATIO_MAX = 1.25
+MAKESPAN_RATIO_MAX = 2.0
+WORK_RATIO_MAX = 1.2
 LOADS_MAX = 4
 
 

@@ -7,6 +7,8 @@ synthetic runs).
 - **busy**: the time some model had its engine loaded (`/v1/models` card `loaded`) and lines in
   flight on it (`lines_in_flight`), sampled every SAMPLE_S; a model whose lines wait for their
   engine (not loaded, or loading) counts as idle. **Busy fraction** = busy time / makespan;
+- **idle while work waits**: makespan less busy: the seconds within the makespan (work waits
+  throughout it) in which no engine ran a line (a swap, an engine warming up, the scheduler's pauses);
 - **no engine**: the time no model had its engine loaded (a swap: unloading, then loading);
 - **loads** and **load seconds**: `batchd_engine_loads_total` and `batchd_engine_load_seconds_sum`
   over every model, the end's scrape minus the one before the first create (loads at start-up
@@ -127,6 +129,7 @@ def system_measures(
         "makespan_s": None if makespan is None else round(makespan, 2),
         "busy_s": None if busy is None else round(busy, 2),
         "busy_fraction": round(busy / makespan, 3) if busy is not None and makespan else None,
+        "idle_waiting_s": round(makespan - busy, 2) if busy is not None and makespan else None,
         "loads": int(round(sum(loads.values()))),
         "loads_by_model": {m: int(round(n)) for m, n in loads.items() if n},
         "load_seconds": round(sum(load_seconds.values()), 2),

@@ -10,6 +10,7 @@ from bench.workloads.w10.plan import BUDGET, CHAT_B, CHAT_MAX_TOKENS, SECOND_WAV
 
 SUMMARY = (
     ("makespan_s", "makespan (s)"),
+    ("idle_waiting_s", "idle while work waits (s)"),
     ("busy_fraction", "busy fraction"),
     ("loads", "engine loads"),
     ("load_seconds", "load seconds"),
@@ -92,7 +93,8 @@ def render(doc: Document) -> str:
         f"0.25 s); a batch's **finish** from its own create call to its end; **busy** the time some "
         "model had its engine loaded (`/v1/models`: `loaded`) and lines in flight on it "
         f"(`lines_in_flight`), sampled every {SAMPLE_S:g} s (lines waiting for their engine to load count "
-        "as idle), and **busy fraction** busy / makespan; **engine loads** and **load seconds** from "
+        "as idle), **busy fraction** busy / makespan and **idle while work waits** makespan less busy "
+        "(work waits throughout the makespan: the seconds no engine ran a line); **engine loads** and **load seconds** from "
         "`batchd_engine_loads_total` and `batchd_engine_load_seconds_sum` over the round (the start-up's "
         "engine starts are not loads: both systems start every engine once); **no engine loaded** the "
         "time no model had its engine loaded (a swap's unload and load, from the same samples); lines: each batch's "
