@@ -1,4 +1,4 @@
-"""The chat engine's core process SIGKILLed twice during a 2,000-line batch (as a CUDA error,
+"""The chat engine's core process SIGKILLed twice during a 3,000-line batch (as a CUDA error,
 the OOM killer or a segfault would), each time once the model served again: batchd restarts it
 each time (the second, past BATCHD_ENGINE_MAX_RESTARTS=1, after a backoff that `/health` announces:
 restarts never stop for good), the lines it had in flight run again, and the batch completes with
@@ -29,16 +29,17 @@ from tests.support.metrics import scrape, value
 # Its own servers run the built-in models (tests/conftest.py: VLLM_FIXTURES).
 pytestmark = [pytest.mark.vllm, pytest.mark.parametrize("backend", ["sqlite"], indirect=True)]
 
-LINES = 2000
+LINES = 3000
 # Two kills with a burst of one restart cover what four did with the default burst of three (a
-# restart, then one past the burst): half the engine loads, and 1,100 lines of room after the last
-# kill (after the third of four, the batch once finished while its in-flight lines re-ran).
+# restart, then one past the burst): half the engine loads, and 2,100 lines of room after the last
+# kill (after the third of four, the batch once finished while its in-flight lines re-ran; with
+# 1,100, CI beside extra load once saw the batch finalizing before the second kill).
 KILLS_AT = (300, 900)
 
 
 @pytest.fixture
 def chat_server(start_server, tmp_path) -> ServerProcess:
-    # Four sequences at a time: the batch runs ~25 s, not ~6 s, so a poll that the busy server
+    # Four sequences at a time: the batch runs ~35 s, not ~9 s, so a poll that the busy server
     # answers late still sees it mid-run (at 16, CI once first saw it complete at 2,000).
     config = eager_config(tmp_path / "models.json", {CHAT_MODEL: {"max_num_seqs": 4}})
     return start_server(

@@ -372,8 +372,11 @@ def test_queue_page_shows_the_projects_running_batch_with_its_share(browser, mod
     # A few short lines end within a few engine steps (the batch counts as running once lines are
     # done); the long ones keep it running. All long, none ended before the first wave of ~256
     # lines had decoded 128 tokens, which took over two minutes on a loaded host (CI at b03dae5).
+    # Four waves of them: the batch must still run once an earlier test's cancelled batch has
+    # drained and this project's share is the whole model's (CI at 8f38f5d saw 304 lines end
+    # first, beside extra load). It is cancelled at the end, so its size costs no time.
     short = [chat_line(f"q-short-{i}", f"queue line {i}", max_tokens=1) for i in range(4)]
-    long = [chat_line(f"q-{i}", f"queue line {i}", max_tokens=128, ignore_eos=True) for i in range(300)]
+    long = [chat_line(f"q-{i}", f"queue line {i}", max_tokens=128, ignore_eos=True) for i in range(1000)]
     batch = create(model_client, short + long)
     try:
         _go(browser, "/batches")
