@@ -74,28 +74,29 @@ class FakeFleet:
             raise
         return self
 
+    def _get(self, path: str, port: int | None = None, timeout: float = 5) -> httpx.Response:
+        """A GET of the fleet's control route `path` (every port is one process: the first's by default)."""
+        return httpx.get(f"http://127.0.0.1:{port or self.ports[0]}{path}", timeout=timeout, verify=tls_context())
+
     def stats(self, port: int | None = None) -> dict:
-        return httpx.get(f"http://127.0.0.1:{port or self.ports[0]}/_stats", timeout=5, verify=tls_context()).json()
+        return self._get("/_stats", port).json()
 
     def priorities(self) -> dict[str, int | None]:
         """The last message of each chat request received -> its ``priority`` (--record-priority)."""
-        return httpx.get(f"http://127.0.0.1:{self.ports[0]}/_priorities", timeout=5, verify=tls_context()).json()
+        return self._get("/_priorities").json()
 
     def request_log(self) -> list[tuple[float, float, str, int]]:
         """Every request the fleet answered, all ports: (started: when it left the port's queue,
         finished, the body's `user`, the priority it was queued at)."""
-        return [
-            tuple(entry)
-            for entry in httpx.get(f"http://127.0.0.1:{self.ports[0]}/_log", timeout=30, verify=tls_context()).json()
-        ]
+        return [tuple(entry) for entry in self._get("/_log", timeout=30).json()]
 
     def release(self) -> None:
         """Start serving (a fleet created `held` queues every request until then)."""
-        httpx.get(f"http://127.0.0.1:{self.ports[0]}/_release", timeout=5, verify=tls_context()).raise_for_status()
+        self._get("/_release").raise_for_status()
 
     def stats_reset(self) -> None:
         """Zero the counters and the first/last request times (every port: one process)."""
-        httpx.get(f"http://127.0.0.1:{self.ports[0]}/_stats/reset", timeout=5, verify=tls_context()).raise_for_status()
+        self._get("/_stats/reset").raise_for_status()
 
     def kill(self) -> None:
         self.process.kill()
