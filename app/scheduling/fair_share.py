@@ -29,6 +29,11 @@ SMALL_BATCH_LINES = 100
 # A batch due this much of its window after another of its project waits behind it (behind_ids).
 BEHIND_MARGIN = 0.1
 CLEAR_MARGIN = 0.2
+# A batch whose model has no rate to project it at (it never served here: no rate, no history)
+# counts as at risk once it has waited this much of its window: projected at nothing it would be
+# at risk at once, and every model a fresh server has not served yet would preempt a busy engine
+# (W10 at 7e40890: five loads a round where two drain every model in turn).
+UNKNOWN_RATE_PATIENCE = 0.25
 # Rates are measured over this much recent time, long enough to smooth a shard's start.
 RATE_WINDOW_SECONDS = 10.0
 MIN_RATE_SPAN_SECONDS = 2.0
@@ -126,7 +131,8 @@ def outlook(
         share = weight / active_weight[model] if runnable else 0.0
         view = ProjectOutlook(project, model, weight, share, rate)
         # A stalled project is projected at its fair share of its model; when the model serves
-        # nothing now (unloaded, restarting), of what it last served (0 if nothing is known).
+        # nothing now (unloaded, restarting), of what it last served (0 if nothing is known: then
+        # it is at risk once it has waited UNKNOWN_RATE_PATIENCE of its window).
         serving = model_rate[model] if model_rate[model] > 0 else (served or {}).get(model, 0.0)
         projected = share * serving if rate == 0 else rate
         ahead = 0
@@ -134,11 +140,14 @@ def outlook(
             entry = BatchOutlook(batch, rates.get(batch.id), None, False)
             if batch.runnable:
                 ahead += entry.left
-                if projected is not None:
-                    entry.finish_at = now + ahead / projected if projected > 0 else math.inf
-                    window = batch.deadline - batch.created_at
+                window = batch.deadline - batch.created_at
+                if projected is not None and projected > 0:
+                    entry.finish_at = now + ahead / projected
                     margin = (CLEAR_MARGIN if batch.id in was_at_risk else RISK_MARGIN) * window
                     entry.at_risk = entry.finish_at > batch.deadline - margin
+                elif projected is not None:  # nothing to project it at
+                    entry.finish_at = math.inf
+                    entry.at_risk = now - batch.created_at >= UNKNOWN_RATE_PATIENCE * window
             view.batches.append(entry)
         result.append(view)
     return result

@@ -1,6 +1,8 @@
 """Shares, projections and at-risk marks worked out from the queue's state; gate weights that
 make shares add up over replicas."""
 
+import math
+
 import pytest
 
 from app.scheduling.fair_share import (
@@ -113,8 +115,9 @@ def test_a_stalled_project_is_projected_at_its_fair_share_of_its_model():
     b = _batch("b1", "b", 3600, 1000, age_s=1800)
     # Its fair half of 10 lines/s finishes it in 200 s: on time.
     assert not at_risk_ids(outlook([a, b], {}, {"a1": 10.0, "b1": 0.0}, NOW))
-    # The whole model stalled: nothing projects it on time, so it is at risk at once.
-    assert at_risk_ids(outlook([a, b], {}, {"a1": 0.0, "b1": 0.0}, NOW)) == {"a1", "b1"}
+    # The whole model stalled and nothing known of it: the 1h batch has waited half its window
+    # (at risk), the 24h one seconds of its day (not yet).
+    assert at_risk_ids(outlook([a, b], {}, {"a1": 0.0, "b1": 0.0}, NOW)) == {"b1"}
     # A fair half of 0.5 lines/s (2,000 s) misses the deadline: at risk.
     assert "b1" in at_risk_ids(outlook([a, b], {}, {"a1": 0.5, "b1": 0.0}, NOW))
 
@@ -158,10 +161,15 @@ def test_a_small_batch_does_not_put_its_projects_big_batch_behind():
 def test_an_unloaded_models_stalled_batches_are_projected_at_its_last_served_rate():
     """Engines on demand (#58): a model with no engine loaded serves nothing, so its waiting
     batches stall (rate 0). At the rate it last served (or a prior), they are at risk only when
-    their deadline is really in danger; with no rate known, at once as before."""
+    their deadline is really in danger; with no rate known, once they have waited a quarter of
+    their window."""
     b = _batch("b1", "b", 3600, 1000, age_s=1800)  # 1h window, 30 min left, 1000 lines left
     stalled = {"b1": 0.0}
-    assert at_risk_ids(outlook([b], {}, stalled, NOW)) == {"b1"}  # nothing known: at once
+    assert at_risk_ids(outlook([b], {}, stalled, NOW)) == {"b1"}  # nothing known, half its hour gone
+    for age_s, at_risk in ((10, False), (899, False), (900, True)):  # a quarter of its hour: 900 s
+        young = _batch("y1", "b", 3600, 1000, age_s=age_s)
+        [view] = outlook([young], {}, {"y1": 0.0}, NOW)
+        assert (view.batches[0].finish_at, view.batches[0].at_risk) == (math.inf, at_risk), age_s
     # Last served 10 lines/s: 100 s of work, on time; 0.5 lines/s: 2,000 s, it would miss it.
     assert not at_risk_ids(outlook([b], {}, stalled, NOW, served={"m": 10.0}))
     [view] = outlook([b], {}, stalled, NOW, served={"m": 10.0})

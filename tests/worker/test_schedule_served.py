@@ -69,7 +69,8 @@ def test_a_model_is_projected_at_its_last_served_rate_else_its_finished_batches_
 
     served, again = asyncio.run(scenario())
     # embed: its last served rate; chat never served here: 600 lines in 60 s of its finished
-    # batches; `never` has neither: no rate (its stalled batches are at risk at once).
+    # batches; `never` has neither: no rate (its stalled batches are at risk once they have
+    # waited a quarter of their window).
     assert served == {"embed": 30.0, "chat": 10.0} and again == served
     # The finished batches are read once per model per PRIOR_TTL_SECONDS, not every refresh.
     assert sorted(reads) == ["chat", "chat", "never", "never"]
