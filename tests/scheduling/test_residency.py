@@ -364,7 +364,7 @@ def test_memory_budget_rules_table():
     ]
     for demands, budget, memory_gib, plan in rows:
         swap = plan_swap(demands, budget, NOW, 30.0, 0.0, memory_gib * GIB)
-        assert swap == plan and (swap is None or swap.reason is plan.reason), (demands, budget, memory_gib)
+        assert (swap, swap and swap.reason) == (plan, plan and plan.reason), (demands, budget, memory_gib)
 
 
 def test_when_two_engines_must_go_each_swap_unloads_one_and_the_load_waits_until_it_fits():
