@@ -127,3 +127,19 @@ def test_run_batch_passes_the_engine_flags_vllm_run_batch_users_give():
     }
     bare = cli.build_parser().parse_args(["run-batch", "-i", "-", "-o", "-", "--model", "m"])
     assert engine_options(bare) == {}
+
+
+def test_serve_takes_an_engine_memory_budget_as_a_size_or_auto_from_the_flag_or_the_environment(monkeypatch):
+    def budget(*argv: str):
+        return cli._settings(cli.build_parser().parse_args(["serve", *argv])).engine_memory_budget
+
+    monkeypatch.delenv("BATCHD_ENGINE_MEMORY_BUDGET", raising=False)
+    assert budget() is None  # unset: only --max-resident-engines limits, as before
+    assert budget("--engine-memory-budget", "8GiB") == 8 << 30
+    assert budget("--engine-memory-budget", "500MB") == 500_000_000
+    assert budget("--engine-memory-budget", "auto") == "auto"
+    monkeypatch.setenv("BATCHD_ENGINE_MEMORY_BUDGET", "1.5GiB")
+    assert budget() == 3 << 29
+    assert budget("--engine-memory-budget", "AUTO") == "auto"  # the flag over the variable
+    with pytest.raises(SystemExit, match="BATCHD_ENGINE_MEMORY_BUDGET: invalid size '8 gigs'"):
+        budget("--engine-memory-budget", "8 gigs")

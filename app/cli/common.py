@@ -26,6 +26,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             "loras",
             "model_config_file",
             "max_resident_engines",
+            "engine_memory_budget",
             "forwarded_allow_ips",
         )
         if (value := getattr(args, name, None)) is not None

@@ -140,6 +140,13 @@ def add_parser(commands) -> None:
         "(env BATCHD_MAX_RESIDENT_ENGINES; default: no limit)",
     )
     serve.add_argument(
+        "--engine-memory-budget",
+        metavar="SIZE",
+        help="load in-process engines while their memory needs fit in SIZE (8GiB, 500MB, bytes) or, with "
+        "auto, the device's free memory; the others load when their lines are due, the next while the "
+        "current one finishes if both fit (env BATCHD_ENGINE_MEMORY_BUDGET; default: no budget)",
+    )
+    serve.add_argument(
         "--config", dest="model_config_file", type=Path, help="YAML/JSON file of per-model engine options"
     )
     serve.add_argument("--no-models", action="store_true", help="serve the Files API only, no engines")

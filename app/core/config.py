@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.core.outbound import OutboundPolicy
@@ -233,6 +234,12 @@ class Settings(BaseSettings):
     min_load_interval_seconds: float = Field(default=60.0, ge=0)
     """With `BATCHD_MAX_RESIDENT_ENGINES`: a model loaded on demand less than this long ago does not
     take a busy engine's place again (it waits for an idle one), so swaps per model are bounded."""
+    engine_memory_budget: int | Literal["auto"] | None = None
+    """Memory the loaded in-process engines may take together (`8GiB`, `500MB`, bytes), or `auto`:
+    the device's free memory at start (the GPU's; on CPU the host's available memory). A model
+    whose engine fits beside those loaded is loaded while they finish their lines; the others
+    wait for engines to be unloaded (see [Models](models.md#memory-budget)); unset: only
+    `BATCHD_MAX_RESIDENT_ENGINES` limits."""
     engine_max_restarts: int = Field(default=3, ge=0)
     """An in-process engine whose core process dies is restarted quickly up to this many times within
     `BATCHD_ENGINE_RESTART_WINDOW_SECONDS`; after that it backs off (`/health` says until when) but is
@@ -277,6 +284,16 @@ class Settings(BaseSettings):
     """Deadline of one webhook attempt, connect to last byte (a receiver still answering then is cut off)."""
     webhook_poll_seconds: float = Field(default=1.0, gt=0)
     """How often each server looks for due webhook deliveries."""
+
+    @field_validator("engine_memory_budget", mode="before")
+    @classmethod
+    def _memory_budget_in_bytes(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.strip()
+            return value.lower() if value.lower() == "auto" else (parse_byte_size(value) if value else None)
+        if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+            raise ValueError("expected a positive size in bytes, or auto")
+        return value
 
     @model_validator(mode="after")
     def _kms_key_needs_kms(self) -> Self:
@@ -360,6 +377,30 @@ def parse_window(window: str) -> int:
     if unit not in _UNITS or not number.isdigit() or int(number) <= 0:
         raise ValueError(f"invalid completion window {window!r}")
     return int(number) * _UNITS[unit]
+
+
+_BYTE_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "tb": 1000**4,
+    "kib": 1 << 10,
+    "mib": 1 << 20,
+    "gib": 1 << 30,
+    "tib": 1 << 40,
+}
+_BYTE_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]*)")
+
+
+def parse_byte_size(size: str) -> int:
+    """'8GiB' -> 8589934592, '500MB' -> 500000000, '1024' -> 1024: a positive number of bytes,
+    in bytes or with a unit (KiB/MiB/GiB/TiB: powers of 1024; kB/MB/GB/TB: of 1000)."""
+    match = _BYTE_SIZE.fullmatch(size.strip().lower())
+    if match is None or match.group(2) not in _BYTE_UNITS or float(match.group(1)) <= 0:
+        raise ValueError(f"invalid size {size!r}: expected e.g. 8GiB, 500MB or a number of bytes")
+    return int(float(match.group(1)) * _BYTE_UNITS[match.group(2)])
 
 
 @dataclass(frozen=True)

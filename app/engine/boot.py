@@ -8,7 +8,7 @@ import asyncio
 import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from app.core.config import Settings
 from app.core.errors import error_envelope
@@ -30,11 +30,13 @@ from app.scheduling.residency import NO_DEADLINE, Urgency
 class ResidencyLimits:
     """How many in-process engines may be loaded at once (None: all), how long a busy one keeps
     its place and how soon a model may take a busy one's place again (``--max-resident-engines``,
-    ``BATCHD_MIN_RESIDENCY_SECONDS``, ``BATCHD_MIN_LOAD_INTERVAL_SECONDS``)."""
+    ``BATCHD_MIN_RESIDENCY_SECONDS``, ``BATCHD_MIN_LOAD_INTERVAL_SECONDS``), and the memory their
+    needs must fit in (``--engine-memory-budget``: bytes, ``auto`` or None)."""
 
     max_resident: int | None = None
     min_seconds: float = 30.0
     min_load_interval: float = 60.0
+    memory_budget: int | Literal["auto"] | None = None
 
 
 class NoModels:
@@ -104,7 +106,10 @@ async def start_registry(settings: Settings) -> Engines:
         settings.upstream_window_surplus,
         RestartPolicy.from_settings(settings),
         ResidencyLimits(
-            settings.max_resident_engines, settings.min_residency_seconds, settings.min_load_interval_seconds
+            settings.max_resident_engines,
+            settings.min_residency_seconds,
+            settings.min_load_interval_seconds,
+            settings.engine_memory_budget,
         ),
     )
 
@@ -135,7 +140,9 @@ async def start_serving(
     from app.engine.local.registry import EngineRegistry
 
     residency = residency or ResidencyLimits()
-    local = EngineRegistry(restarts, residency.max_resident, residency.min_seconds, residency.min_load_interval)
+    local = EngineRegistry(
+        restarts, residency.max_resident, residency.min_seconds, residency.min_load_interval, residency.memory_budget
+    )
     try:
         await local.start(local_specs)
     except BaseException:

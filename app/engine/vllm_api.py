@@ -42,6 +42,7 @@ from vllm.renderers.hf import resolve_chat_template_content_format, safe_apply_c
 from vllm.renderers.params import merge_kwargs
 from vllm.usage.usage_lib import UsageContext
 from vllm.utils.argparse_utils import FlexibleArgumentParser
+from vllm.utils.import_utils import import_pynvml
 from vllm.v1.engine.async_llm import AsyncLLM
 from vllm.v1.engine.core import EngineCoreProc
 
@@ -85,6 +86,7 @@ __all__ = [
     "create_error_response",
     "current_platform",
     "get_max_tokens",
+    "import_pynvml",
     "init_app_state",
     "make_arg_parser",
     "merge_kwargs",

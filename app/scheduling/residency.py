@@ -1,5 +1,6 @@
 """Which models have a resident engine when a process may hold only so many at once
-(``--max-resident-engines``): pure rules over what each model has waiting and running.
+(``--max-resident-engines``, or as many as fit ``--engine-memory-budget``): pure rules over what
+each model has waiting and running.
 
 A model whose lines wait and that has no engine gets one, in this order of need: lines of an
 at-risk batch first (at risk of missing its deadline, by the scheduler's projection:
@@ -21,6 +22,11 @@ room, a resident engine is unloaded, and only one that is idle or may be preempt
   another model cannot force a swap after every turn;
 - nor to a model loaded on demand less than ``min_load_interval`` seconds ago: swaps per model
   are bounded, whatever the deadlines of the lines that ask for them.
+
+With a memory budget a model has room when its engine's memory need fits beside the resident
+engines' (and the count limit, if given, still holds): the next engine then loads while the
+others finish their lines, none unloaded. Without room, engines give way one swap at a time
+until the waiting one fits, and only if those that must go together may all give way.
 
 Each :class:`Swap` says why (:class:`SwapReason`), for the log and the metrics. The engine code
 (:mod:`app.engine.local.residency`) drains the chosen engine (its new lines wait, those in
@@ -97,6 +103,7 @@ class ModelDemand:
     always: bool = True  # load: always (else on-demand)
     last_load: float | None = None  # when it was last loaded on demand (None: never)
     at_risk: bool = False  # a batch with lines running or waiting here is at risk (now)
+    memory: int = 0  # bytes its engine takes when loaded (its need under a memory budget)
 
     @property
     def lines(self) -> int:
@@ -139,19 +146,40 @@ def plan_swap(
     now: float,
     min_residency: float,
     min_load_interval: float = 0.0,
+    memory_budget: int | None = None,
 ) -> Swap | None:
     """The next load (and the unload that makes room for it), or None: nothing waits, or no
-    resident engine may give way yet. ``budget`` None means no limit."""
+    resident engine may give way yet. ``budget`` (engines) and ``memory_budget`` (bytes of the
+    resident engines' ``memory``) None mean no limit.
+
+    When more than one engine must go for the candidate to fit, the swap unloads the first of
+    them and the next plan the next (:func:`fits` says when the load may follow)."""
     resident = [d for d in demands if d.resident]
     wanting = needed(demands)
     if not wanting:
         return None
     # Only the most needed: a less needed model taking the place it waits for would go ahead of it.
     candidate = wanting[0]
-    if budget is None or len(resident) < budget:
+    if fits(resident, candidate, budget, memory_budget):
         return Swap(candidate.model, None, SwapReason.ROOM)
-    found = _least_needed(resident, candidate, now, min_residency, min_load_interval)
-    return None if found is None else Swap(candidate.model, found[0].model, found[1])
+    staying, going = list(resident), []
+    while not fits(staying, candidate, budget, memory_budget):
+        found = _least_needed(staying, candidate, now, min_residency, min_load_interval)
+        if found is None:
+            return None  # not all that must go may: none goes (an unload alone would not help)
+        going.append(found)
+        staying.remove(found[0])
+    victim, reason = going[0]
+    return Swap(candidate.model, victim.model, reason)
+
+
+def fits(
+    resident: Sequence[ModelDemand], candidate: ModelDemand, budget: int | None, memory_budget: int | None
+) -> bool:
+    """Whether ``candidate``'s engine may be loaded beside the ``resident`` ones."""
+    if budget is not None and len(resident) >= budget:
+        return False
+    return memory_budget is None or sum(d.memory for d in resident) + candidate.memory <= memory_budget
 
 
 def _least_needed(
@@ -190,4 +218,14 @@ def turn_seconds(resident: ModelDemand, candidate: ModelDemand, min_residency: f
     return min_residency * min(MAX_TURN_FACTOR, max(1.0, share))
 
 
-__all__ = ["NO_DEADLINE", "ModelDemand", "Swap", "SwapReason", "Urgency", "needed", "plan_swap", "turn_seconds"]
+__all__ = [
+    "NO_DEADLINE",
+    "ModelDemand",
+    "Swap",
+    "SwapReason",
+    "Urgency",
+    "fits",
+    "needed",
+    "plan_swap",
+    "turn_seconds",
+]

@@ -12,6 +12,7 @@ from app.scheduling.residency import (
     Swap,
     SwapReason,
     Urgency,
+    fits,
     needed,
     plan_swap,
     turn_seconds,
@@ -331,3 +332,48 @@ def test_with_the_schedulers_projection_a_1h_batch_behind_a_24h_one_loads_when_i
     assert loaded_at is not None and abs(loaded_at - 2 - 2_640) <= 2, loaded_at
     # Loaded then, at 1 line/s it finishes 600 s later, inside its hour.
     assert start + loaded_at + 600 <= chat.deadline
+
+
+# -- A memory budget (--engine-memory-budget): room is what the resident engines' needs leave ---
+
+GIB = 1 << 30
+
+
+def _sized(demand: ModelDemand, gib: float) -> ModelDemand:
+    return replace(demand, memory=int(gib * GIB))
+
+
+def test_memory_budget_rules_table():
+    """(demands, count limit, memory budget in GiB, plan): one row per rule."""
+    busy = _sized(_resident("a", in_flight=5, waiting=50), 4)
+    idle = _sized(_resident("a"), 4)
+    b = _sized(_wanting("b"), 4)
+    rows = [
+        # Both fit: the next loads beside the busy one, nothing unloaded (it finishes its lines).
+        ([busy, b], None, 8, Swap("b", None, SwapReason.ROOM)),
+        # Only one fits: the busy engine stays while nothing waiting is at risk, as with a count ...
+        ([busy, b], None, 6, None),
+        # ... and gives way once drained, or to work at risk.
+        ([idle, b], None, 6, Swap("b", "a", SwapReason.DRAINED)),
+        ([busy, replace(b, at_risk=True)], None, 6, Swap("b", "a", SwapReason.AT_RISK)),
+        # The count limit, given too, still holds: room in memory is not room in the count.
+        ([busy, b], 1, 8, None),
+        ([idle, b], 1, 64, Swap("b", "a", SwapReason.DRAINED)),
+        # A model needing more than all the budget never loads (the registry refuses it at start).
+        ([_sized(_wanting("b"), 9)], None, 8, None),
+    ]
+    for demands, budget, memory_gib, plan in rows:
+        swap = plan_swap(demands, budget, NOW, 30.0, 0.0, memory_gib * GIB)
+        assert (swap, swap and swap.reason) == (plan, plan and plan.reason), (demands, budget, memory_gib)
+
+
+def test_when_two_engines_must_go_each_swap_unloads_one_and_the_load_waits_until_it_fits():
+    a, c = _sized(_resident("a", since=NOW - 100), 4), _sized(_resident("c", since=NOW - 50), 4)
+    b = _sized(_wanting("b"), 8)
+    assert plan_swap([a, c, b], None, NOW, 30.0, 0.0, 10 * GIB) == Swap("b", "a")  # the oldest idle first
+    assert not fits([c], b, None, 10 * GIB)  # one gone is not room yet: the load waits ...
+    assert plan_swap([replace(a, resident=False), c, b], None, NOW, 30.0, 0.0, 10 * GIB) == Swap("b", "c")
+    assert fits([], b, None, 10 * GIB)  # ... for the next swap
+    # If not every engine that must go may (c is busy and b's work is on time), none goes.
+    busy_c = replace(c, in_flight=5)
+    assert plan_swap([a, busy_c, b], None, NOW, 30.0, 0.0, 10 * GIB) is None

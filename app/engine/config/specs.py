@@ -21,6 +21,8 @@ names to engine options::
         load: on-demand                # always (default: loaded at start) | on-demand
                                        # (loaded when its lines are due; see
                                        # --max-resident-engines)
+        memory_gib: 6                  # the engine's memory need under
+                                       # --engine-memory-budget (default: estimated)
         engine_args:                   # any other `vllm serve` option, by its
           enforce_eager: true          # Python name (dashes become underscores)
         pricing:                       # the Costs API's prices (see .pricing)
@@ -69,6 +71,7 @@ _SIMPLE_OPTIONS: dict[str, type | tuple[type, ...]] = {
     "gpu_memory_utilization": (int, float),
     "max_num_seqs": int,
     "load": str,
+    "memory_gib": (int, float),
 }
 
 
@@ -95,6 +98,8 @@ class ModelSpec:
     ``adapters`` are the LoRA adapters served on this model's engine.
     ``load`` says whether its engine is loaded at start (``always``, within
     ``--max-resident-engines``) or only once its lines are due (``on-demand``).
+    ``memory_gib`` is its engine's memory need under ``--engine-memory-budget`` (None: estimated,
+    :mod:`app.engine.local.memory`).
     """
 
     name: str
@@ -108,6 +113,7 @@ class ModelSpec:
     builder: Callable[[Path], Path] | None = field(default=None, compare=False, repr=False)
     adapters: tuple[AdapterSpec, ...] = ()
     load: Load = "always"
+    memory_gib: float | None = None
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -118,6 +124,8 @@ class ModelSpec:
             )
         if self.load not in LOADS:
             raise ModelConfigError(f"Model {self.name!r}: load must be one of {', '.join(LOADS)}, not {self.load!r}.")
+        if self.memory_gib is not None and self.memory_gib <= 0:
+            raise ModelConfigError(f"Model {self.name!r}: memory_gib must be more than 0, not {self.memory_gib!r}.")
         if self.kv_cache_gib is not None and self.gpu_memory_utilization is not None:
             raise ModelConfigError(f"Model {self.name!r}: set kv_cache_gib or gpu_memory_utilization, not both.")
 
@@ -216,7 +224,7 @@ def _check_options(where: str, name: str, options: Any) -> dict[str, Any]:
             raise ModelConfigError(f"{where}: unknown option {name}.{key} (allowed: {allowed}).")
         if value is not None and (isinstance(value, bool) or not isinstance(value, expected)):
             raise ModelConfigError(f"{where}: {name}.{key} has the wrong type ({value!r}).")
-        if key in ("kv_cache_gib", "gpu_memory_utilization") and isinstance(value, int | float):
+        if key in ("kv_cache_gib", "gpu_memory_utilization", "memory_gib") and isinstance(value, int | float):
             value = float(value)
         checked[key] = value
     return checked

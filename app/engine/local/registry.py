@@ -11,11 +11,13 @@ The worker and the API talk to vLLM only through this class (typed as ``Engines`
     await registry.shutdown()
 
 An engine whose core process dies is restarted (:mod:`app.engine.supervision`); its lines
-wait and run again on the new engine. With ``max_resident`` (``--max-resident-engines``) or a
-model with ``load: on-demand``, engines are loaded when their lines are due and unloaded for
-others (:mod:`app.engine.local.residency`); what validation needs of a model (its endpoints,
-its window) is learnt at start, so a model with no engine loaded still takes batches. All
-methods must be called from the event loop that ran ``start``.
+wait and run again on the new engine. With ``max_resident`` (``--max-resident-engines``), a
+``memory_budget`` (``--engine-memory-budget``: as many engines as their memory needs fit,
+:mod:`app.engine.local.memory`) or a model with ``load: on-demand``, engines are loaded when
+their lines are due and unloaded for others (:mod:`app.engine.local.residency`); what
+validation needs of a model (its endpoints, its window) is learnt at start, so a model with no
+engine loaded still takes batches. All methods must be called from the event loop that ran
+``start``.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 import psutil
 
@@ -39,7 +42,7 @@ from app.engine.config.specs import ModelSpec
 from app.engine.errors import EngineDeadError, EngineNotReadyError, ModelConfigError, RequestAborted
 from app.engine.inflight import InflightRequests
 from app.engine.line_checks import common_line_problem
-from app.engine.local import launch
+from app.engine.local import launch, memory
 from app.engine.local.cpu_affinity import pin_off_worker_cpus, unpin
 from app.engine.local.cpu_priority import lower_engine_priority
 from app.engine.local.model_engine import ModelEngine, error_reply
@@ -82,10 +85,14 @@ class EngineRegistry:
         max_resident: int | None = None,
         min_residency_seconds: float = 30.0,
         min_load_interval_seconds: float = 0.0,
+        memory_budget: int | Literal["auto"] | None = None,
     ) -> None:
         self._engines: dict[str, ModelEngine] = {}  # the loaded ones
         self._profiles: dict[str, _Profile] = {}  # every served model
         self._max_resident = max_resident
+        self._memory_setting = memory_budget  # bytes or "auto" (the device's free memory at start)
+        self._memory_budget: int | None = None  # bytes, read at start
+        self._memory: dict[str, int] = {}  # each model's engine memory need, with a budget
         self._min_residency = min_residency_seconds
         self._min_load_interval = min_load_interval_seconds
         self._residency: Residency | None = None  # None: every engine stays loaded
@@ -136,8 +143,11 @@ class EngineRegistry:
         if len(set(names)) != len(names):
             raise ModelConfigError(f"Served model names must be unique: {names}.")
         self._cores_before = {proc.pid for proc in engine_processes()}
-        always = [spec for spec in specs if spec.load == "always"]
-        kept = always[: self._max_resident] if self._max_resident is not None else always
+        # On a GPU the engines loaded at once split its memory (launch.DEFAULT_GPU_MEMORY_SHARE).
+        self._engines_in_process = max(1, min(len(specs), self._max_resident or len(specs)))
+        if self._memory_setting is not None:
+            await self._size_engines(specs)
+        kept = self._kept_loaded([spec for spec in specs if spec.load == "always"])
         on_demand = [spec for spec in specs if spec not in kept]
         # Engines that may be swapped out start able to sleep where the hardware can (CUDA):
         # selected once here, by what each engine then says it can do (ModelEngine.can_sleep).
@@ -150,8 +160,6 @@ class EngineRegistry:
             probe=self._probe_engine,
             can_sleep=lambda model: model in self._engines and self._engines[model].can_sleep,
         )
-        # On a GPU the engines loaded at once split its memory (launch.DEFAULT_GPU_MEMORY_SHARE).
-        self._engines_in_process = max(1, min(len(specs), self._max_resident or len(specs)))
         # One at a time: each start already saturates the CPU (imports, warm-up
         # compilation), and a failure leaves fewer engines to unwind.
         try:
@@ -183,19 +191,57 @@ class EngineRegistry:
                 load=self._swaps.load,
                 unload=self._swaps.unload,
                 min_load_interval=self._min_load_interval,
+                memory=self._memory,
+                memory_budget=self._memory_budget,
             )
             self._residency.start([spec.name for spec in kept])
             logger.info(
-                "Engines on demand: %s loaded, %s loaded when their lines are due (at most %s at once)",
+                "Engines on demand: %s loaded, %s loaded when their lines are due (at most %s at once%s)",
                 ", ".join(spec.name for spec in kept) or "none",
                 ", ".join(spec.name for spec in on_demand),
                 self._max_resident or "any number",
+                "" if self._memory_budget is None else f", within {memory.gib(self._memory_budget)}",
             )
         # As `vllm serve` does after start-up: move the millions of objects from imports and
         # engine set-up out of the collector's reach, so the collections that per-line garbage
         # triggers do not rescan them (they were a visible share of the front-end's samples).
         self._heap.settle()
         self._ready = True
+
+    async def _size_engines(self, specs: Sequence[ModelSpec]) -> None:
+        """Read the memory budget and each model's engine memory need, before any engine starts."""
+        assert self._memory_setting is not None
+        device = await asyncio.to_thread(memory.device_memory)
+        self._memory_budget = memory.memory_budget(self._memory_setting, device)
+        for spec in specs:
+            if spec.builder is not None:  # a built-in's files, to size its weights (its start builds them anyway)
+                await asyncio.to_thread(spec.builder, Path(spec.path))
+            need = await asyncio.to_thread(memory.engine_memory_need, spec, self._engines_in_process, device)
+            if need > self._memory_budget:
+                raise ModelConfigError(
+                    f"Model {spec.name!r}: its engine needs about {memory.gib(need)}, more than the engine memory "
+                    f"budget of {memory.gib(self._memory_budget)} (set its memory_gib, or a larger budget)."
+                )
+            self._memory[spec.name] = need
+        logger.info(
+            "Engine memory budget %s; needs: %s",
+            memory.gib(self._memory_budget),
+            ", ".join(f"{name} {memory.gib(need)}" for name, need in self._memory.items()),
+        )
+
+    def _kept_loaded(self, always: Sequence[ModelSpec]) -> list[ModelSpec]:
+        """The ``load: always`` models loaded from the start: in their order, as many as the count
+        limit and the memory budget hold (the others are loaded when their lines are due)."""
+        kept: list[ModelSpec] = []
+        for spec in always:
+            if self._max_resident is not None and len(kept) >= self._max_resident:
+                break
+            if self._memory_budget is not None:
+                taken = sum(self._memory[k.name] for k in kept)
+                if taken + self._memory[spec.name] > self._memory_budget:
+                    continue  # a smaller one further on may still fit
+            kept.append(spec)
+        return kept
 
     async def _launch(self, spec: ModelSpec, engines_in_process: int) -> ModelEngine:
         before = {proc.pid for proc in engine_processes()}

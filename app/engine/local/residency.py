@@ -1,14 +1,17 @@
-"""Engines on demand: at most ``budget`` models have an engine at a time; the others are loaded
-when their lines are due, in place of the least needed engine (rules in
-:mod:`app.scheduling.residency`).
+"""Engines on demand: at most ``budget`` models have an engine at a time (or as many as fit
+``memory_budget``); the others are loaded when their lines are due, in place of the least needed
+engine (rules in :mod:`app.scheduling.residency`).
 
 Every line runs inside :meth:`Residency.use`, which waits until its model's engine is resident
 and counts it in flight meanwhile. One task makes the swaps, one at a time: it drains the
 engine to unload (its new lines wait, those in flight finish), unloads it (its core process
 exits, its memory is returned) and only then loads the needed one, so no more than ``budget``
-engine cores are ever alive. Lines are never dropped: those that wait run once their engine is
-back, and a crash meanwhile leaves their shards unrecorded, to run again after a restart.
-Imports no vLLM: loading and unloading are the registry's callables.
+engine cores are ever alive. With a memory budget, a model whose engine fits beside the loaded
+ones loads at once, while they finish their lines (nothing is unloaded); one that does not fit
+waits for as many engines to be unloaded, one swap each, as make room, so the resident engines'
+memory needs never add up to more than the budget. Lines are never dropped: those that wait run
+once their engine is back, and a crash meanwhile leaves their shards unrecorded, to run again
+after a restart. Imports no vLLM: loading and unloading are the registry's callables.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from dataclasses import dataclass, field
 
 from app.core import metrics
 from app.engine.errors import EngineUnavailableError
-from app.scheduling.residency import ModelDemand, Swap, SwapReason, Urgency, plan_swap
+from app.scheduling.residency import ModelDemand, Swap, SwapReason, Urgency, fits, plan_swap
 
 log = logging.getLogger("batchd.engine")
 
@@ -35,6 +38,7 @@ LOAD_RETRY_SECONDS = 5.0
 @dataclass
 class _Model:
     always: bool
+    memory: int = 0  # bytes its engine takes (counted against a memory budget)
     resident: bool = False
     since: float = 0.0
     draining: bool = False  # chosen to unload: new lines wait, those in flight finish
@@ -62,6 +66,7 @@ class _Model:
             # Each batch's at-risk state now, by its id (the scheduler's projection): not as it
             # was when its lines were granted.
             any(u.at_risk() for u in ranked),
+            self.memory,
         )
 
 
@@ -76,11 +81,15 @@ class Residency:
         load: Callable[[str], Awaitable[None]],
         unload: Callable[[str], Awaitable[None]],
         min_load_interval: float = 0.0,
+        memory: Mapping[str, int] | None = None,
+        memory_budget: int | None = None,
     ) -> None:
         self.budget = budget
+        self.memory_budget = memory_budget  # bytes; None: only the count limits
         self.min_residency = min_residency
         self.min_load_interval = min_load_interval
-        self._models = {name: _Model(always=flag) for name, flag in always.items()}
+        needs = memory or {}
+        self._models = {name: _Model(always=flag, memory=needs.get(name, 0)) for name, flag in always.items()}
         self._load = load
         self._unload = unload
         self._changed = asyncio.Condition()
@@ -153,7 +162,12 @@ class Residency:
             self._kick.clear()
             try:
                 swap = plan_swap(
-                    self.demands(), self.budget, time.monotonic(), self.min_residency, self.min_load_interval
+                    self.demands(),
+                    self.budget,
+                    time.monotonic(),
+                    self.min_residency,
+                    self.min_load_interval,
+                    self.memory_budget,
                 )
                 if swap is None:
                     # A busy engine's turn may end later with no line finishing meanwhile: look again.
@@ -164,13 +178,20 @@ class Residency:
                 metrics.record_engine_swap(swap.reason)
                 if swap.unload is not None:
                     await self._unload_engine(swap.unload, swap.reason)
-                await self._load_engine(swap.load)
+                # With a memory budget more engines may have to go first: the next plan picks the next.
+                if self._fits(swap.load):
+                    await self._load_engine(swap.load)
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - its lines keep waiting; try again shortly
                 log.exception("engine swap failed; trying again in %.0f s", LOAD_RETRY_SECONDS)
                 await asyncio.sleep(LOAD_RETRY_SECONDS)
             self._kick.set()  # more may wait
+
+    def _fits(self, model: str) -> bool:
+        demands = self.demands()
+        resident = [d for d in demands if d.resident]
+        return fits(resident, next(d for d in demands if d.model == model), self.budget, self.memory_budget)
 
     def _log_plan(self, swap: Swap) -> None:
         """Say what the plan is and why (the reason is also ``batchd_engine_swaps_total``'s)."""

@@ -92,3 +92,12 @@ def test_load_always_or_on_demand(tmp_path):
         resolve_model_specs(config={"models": {"m": {"load": "lazy"}}}, data_dir=tmp_path)
     with pytest.raises(ModelConfigError, match="wrong type"):
         load_model_config({"models": {"m": {"load": True}}})
+
+
+def test_memory_gib_is_the_engines_memory_need_under_a_budget(tmp_path):
+    specs = resolve_model_specs(config={"models": {"m": {"path": "/m", "memory_gib": 6}}}, data_dir=tmp_path)
+    assert [(spec.name, spec.memory_gib) for spec in specs if isinstance(spec, ModelSpec)] == [("m", 6.0)]
+    with pytest.raises(ModelConfigError, match="memory_gib must be more than 0"):
+        ModelSpec(name="x", path="x", memory_gib=0)
+    with pytest.raises(ModelConfigError, match="wrong type"):
+        load_model_config({"models": {"m": {"memory_gib": "6GiB"}}})

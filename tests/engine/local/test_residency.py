@@ -231,3 +231,40 @@ def test_a_model_is_not_loaded_in_place_of_a_busy_engine_again_within_the_min_lo
     assert 2 <= len(loads_at) <= 4, loads_at  # 1.6 s: a load of b at most every 0.5 s (~32 lines sent)
     assert all(gap >= 0.5 for gap in gaps), gaps
     assert sorted(n for model, n in engines.ran if model == "b") == list(range(sent))
+
+
+def test_under_a_memory_budget_a_model_that_needs_two_engines_room_waits_for_both_to_unload():
+    """`a` and `c` (4 GiB each) are loaded and idle; `b` needs 8 of the 10 GiB: each swap unloads
+    one, and `b` loads only once both are gone, the loaded engines' needs never above the budget."""
+    gib = 1 << 30
+    needs = {"a": 4 * gib, "b": 8 * gib, "c": 4 * gib}
+
+    async def scenario():
+        engines = Engines({"a", "c"})
+        most_memory = [sum(needs[m] for m in engines.loaded)]
+        load = engines.load
+
+        async def load_counting(name: str) -> None:
+            await load(name)
+            most_memory.append(sum(needs[m] for m in engines.loaded))
+
+        residency = Residency(
+            {"a": True, "b": True, "c": True},
+            None,
+            0.05,
+            load_counting,
+            engines.unload,
+            memory=needs,
+            memory_budget=10 * gib,
+        )
+        residency.start(["a", "c"])
+        try:
+            await asyncio.wait_for(_lines(residency, engines, "b", 8, DAY), 10)
+        finally:
+            await residency.close()
+        return engines, max(most_memory)
+
+    engines, most_memory = asyncio.run(scenario())
+    assert engines.events in (["unload a", "unload c", "load b"], ["unload c", "unload a", "load b"])
+    assert most_memory <= 10 * gib
+    assert sorted(n for model, n in engines.ran if model == "b") == list(range(8))
