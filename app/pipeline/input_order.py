@@ -101,8 +101,9 @@ class SortedRuns:
 
 
 def merge_runs(runs: Iterable[Iterator[PlacedLine]]) -> Iterator[PlacedLine]:
-    """A k-way merge of runs each in input order: one line of each run is held at a time."""
-    return heapq.merge(*runs, key=itemgetter(0))
+    """A k-way merge of runs each in input order: one line of each run is held at a time. No key
+    function (a call a line): the tuples compare by position first, and positions are unique."""
+    return heapq.merge(*runs)
 
 
 def read_run(fd: int, start: int, end: int, buffer_bytes: int = RUN_BUFFER_BYTES) -> Iterator[PlacedLine]:
