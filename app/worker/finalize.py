@@ -22,7 +22,7 @@ import asyncio
 import hashlib
 import time
 from array import array
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from itertools import islice
@@ -105,17 +105,18 @@ async def _assemble_in_shard_order(
     ctx: WorkerContext, batch: Batch, spans: Sequence[BatchShard], out: _Assembled, code: str, message: str
 ) -> None:
     """Shard by shard, each in line order: the input's order for shards that are ranges of it."""
-    async for span, lines in _shards_with_lines(ctx, batch, spans):
-        if len(lines) == span.lines:  # every line ran: the input need not be read
-            for writer, part in zip((out.output, out.errors), lines.files(), strict=True):
-                if part:
-                    writer.write(part)
+    async with aclosing(_shards_with_lines(ctx, batch, spans)) as shards:
+        async for span, lines in shards:
+            if len(lines) == span.lines:  # every line ran: the input need not be read
+                for writer, part in zip((out.output, out.errors), lines.files(), strict=True):
+                    if part:
+                        writer.write(part)
+                        await writer.drain()
+            else:
+                async for row in _merge_with_input(ctx, batch, span, lines, out, code, message):
+                    writer = out.output if row.ok else out.errors
+                    writer.write(row.line + b"\n")
                     await writer.drain()
-        else:
-            async for row in _merge_with_input(ctx, batch, span, lines, out, code, message):
-                writer = out.output if row.ok else out.errors
-                writer.write(row.line + b"\n")
-                await writer.drain()
 
 
 async def _assemble_in_input_order(
@@ -132,16 +133,17 @@ async def _assemble_in_input_order(
     runs = SortedRuns(ctx.data_dir)
     positions = Positions(ctx.store.read(batch.project, positions_id(ordered_input)))
     try:
-        async for span, lines in _shards_with_lines(ctx, batch, spans):
-            # The copy's lines are consecutive, blank-free: a shard's positions are its lines'.
-            at = (await positions.take(span.first_line, span.end_line - span.first_line)).tolist()
-            first = span.first_line
-            if len(lines) == span.lines:
-                placed = [(at[row.line_no - first], row.ok, row.line) for row in lines]
-            else:
-                rows = _merge_with_input(ctx, batch, span, lines, out, code, message)
-                placed = [(at[row.line_no - first], row.ok, row.line) async for row in rows]
-            await asyncio.to_thread(runs.add_run, placed)
+        async with aclosing(_shards_with_lines(ctx, batch, spans)) as shards:
+            async for span, lines in shards:
+                # The copy's lines are consecutive, blank-free: a shard's positions are its lines'.
+                at = (await positions.take(span.first_line, span.end_line - span.first_line)).tolist()
+                first = span.first_line
+                if len(lines) == span.lines:
+                    placed = [(at[row.line_no - first], row.ok, row.line) for row in lines]
+                else:
+                    rows = _merge_with_input(ctx, batch, span, lines, out, code, message)
+                    placed = [(at[row.line_no - first], row.ok, row.line) async for row in rows]
+                await asyncio.to_thread(runs.add_run, placed)
         merged = runs.merged()
         while True:
             output, errors, count = await asyncio.to_thread(_next_merged, merged)
@@ -173,7 +175,7 @@ def _next_merged(merged: Iterator[PlacedLine]) -> tuple[bytes, bytes, int]:
 
 async def _shards_with_lines(
     ctx: WorkerContext, batch: Batch, spans: Sequence[BatchShard]
-) -> AsyncIterator[tuple[BatchShard, ShardLines]]:
+) -> AsyncGenerator[tuple[BatchShard, ShardLines], None]:
     """Every shard, in shard order, with its recorded lines (none for a shard with no chunk)."""
     async with aclosing(finished_shards(ctx.db, ctx.store, batch.id, batch.project)) as done:
         finished = await anext(done, None)
