@@ -1,8 +1,8 @@
 """Orphan blobs: a blob can outlive its file row when the process dies between a delete's commit
 and the blob's removal, or between an upload's blob commit and its row's commit. This pass
 removes every blob that no live row (file, upload part, checkpoint chunk, a running batch's ordered
-input) names, once it is old enough that no upload (of this or another replica) can still be about
-to commit its row."""
+input and its positions) names, once it is old enough that no upload (of this or another replica)
+can still be about to commit its row."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from app.db.repositories.batches import BatchRepository
 from app.db.repositories.chunks import ChunkRepository
 from app.db.repositories.files import FileRepository
 from app.domains.files.uploads_repository import UploadRepository
+from app.pipeline.input_order import positions_id
 from app.storage.base import BlobStore
 
 log = logging.getLogger("batchd.storage")
@@ -34,6 +35,7 @@ async def remove_orphan_blobs(db: Database, store: BlobStore, min_age_seconds: f
             candidates.discard(store.blob_name(project, blob_id))
         async for project, blob_id in BatchRepository(session).ordered_inputs():  # shards' sources
             candidates.discard(store.blob_name(project, blob_id))
+            candidates.discard(store.blob_name(project, positions_id(blob_id)))  # the copy's positions
     for name in candidates:
         await store.delete_named(name)
     if candidates:

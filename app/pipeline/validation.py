@@ -172,8 +172,8 @@ class _Validator:
         if self.counting:
             self.valid_bodies.extend(clean.bodies)
         if result.order is not None:
-            for offset, size, body in zip(offsets.tolist(), map(len, lines), clean.bodies, strict=True):
-                result.order.add(offset, size, body)
+            for n, (offset, size, body) in enumerate(zip(offsets.tolist(), map(len, lines), clean.bodies, strict=True)):
+                result.order.add(offset, size, body, block.first_line_no + n)
         return True
 
     def feed_lines(self, lines: Iterable[tuple[int, int, bytes]]) -> bool:
@@ -211,7 +211,7 @@ class _Validator:
             )
         error = self._check_body(line_no, line.body)
         if error is None and self.result.order is not None:
-            self.result.order.add(offset, len(raw), line.body)
+            self.result.order.add(offset, len(raw), line.body, line_no)
         return error
 
     def _check_body(self, line_no: int, body: dict) -> dict | None:

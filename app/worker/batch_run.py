@@ -23,7 +23,7 @@ from app.pipeline.validation import ValidationResult
 from app.worker.context import WorkerContext
 from app.worker.finalize import finalize
 from app.worker.leases import holding_lease
-from app.worker.ordered_input import wants_order, write_ordered_input
+from app.worker.ordered_input import delete_ordered_input, wants_order, write_ordered_input
 
 log = logging.getLogger("batchd.worker")
 
@@ -160,7 +160,7 @@ class BatchRun:
                 await ShardRepository(session).add_all(batch.id, spans)
                 started = True
         if ordered_input is not None and not started:  # refused, or cancelled meanwhile
-            await self.ctx.store.delete(batch.project, ordered_input)
+            await delete_ordered_input(self.ctx.store, batch, ordered_input)
         return result
 
     async def _finish_running(self, batch: Batch) -> bool:

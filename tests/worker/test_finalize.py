@@ -21,11 +21,13 @@ from app.db.repositories.chunks import ChunkRepository
 from app.db.repositories.shards import ShardRepository
 from app.engine.boot import NoModels
 from app.pipeline.chunk_blobs import chunk_bytes
+from app.pipeline.input_order import pack_positions, positions_id
 from app.pipeline.shards import cut_shards
 from app.storage.local import LocalBlobStore
 from app.worker.batch_run import BatchRun
 from app.worker.context import WorkerContext
 from app.worker.finalize import finalize
+from app.worker.ordered_input import ordered_input_id
 from tests.support.database import run_on_database as run_on
 from tests.worker.support import LEASE, PROJECT, add_batch, add_shards, claim_batch, claim_shard, load, record
 
@@ -232,5 +234,74 @@ def test_a_stale_claim_or_a_cancel_meanwhile_ends_nothing(db_url, tmp_path):
         assert (batch.status, batch.completed, batch.unexecuted) == (BatchStatus.CANCELLED, 4, 0)
         assert len(await _file_lines(ctx, batch.output_file_id)) == 4
         assert await _events(db) == [("batch_1", WebhookEventType.BATCH_CANCELLED)]
+
+    run_on(db_url, scenario)
+
+
+def test_input_order_puts_a_prefix_ordered_batch_s_lines_back_in_input_order(db_url, tmp_path):
+    """`output_order: "input"` with an ordered copy: the shards are copy ranges (the copy in an
+    order of its own, 2 lines a shard) and the files list lines in input order, whatever shard
+    they ran in; lines that never ran get their batch_expired error line in their input place;
+    the never-ran chunk counts copy lines, as every chunk; the copy and its positions go."""
+    copy_order = [2, 4, 6, 1, 3, 5]  # input line numbers, in copy order
+
+    async def scenario(db: Database) -> None:
+        ctx = _context(db, tmp_path)
+        raw = [
+            jsonbody.dumps({"custom_id": f"c{n}", "method": "POST", "url": "/v1/chat/completions", "body": {}})
+            for n in copy_order
+        ]
+        ordered = ordered_input_id("batch_1")
+        for blob_id, data in (
+            (ordered, "".join(line + "\n" for line in raw).encode()),
+            (positions_id(ordered), pack_positions(copy_order)),
+        ):
+            writer = ctx.store.new_writer(PROJECT, blob_id)
+            writer.write(data)
+            await ctx.store.commit(writer, PROJECT, blob_id)
+        await add_batch(
+            ctx.db,
+            "batch_1",
+            BatchStatus.IN_PROGRESS,
+            total=6,
+            in_progress_at=1,
+            output_order="input",
+            ordered_input=ordered,
+        )
+        await add_shards(
+            ctx.db, "batch_1", await cut_shards(ctx.store.read(PROJECT, ordered), ctx.settings.shard_lines)
+        )
+
+        async def run(copy_lines: list[int], done: bool, failed=()) -> None:
+            claim = await claim_shard(ctx.db, "replica-s", time.time(), batch_id="batch_1")
+            assert claim is not None
+            rows = [
+                LineRow(n, copy_order[n - 1] not in failed, f'{{"custom_id": "c{copy_order[n - 1]}", "ran": true}}')
+                for n in copy_lines
+            ]
+            await record(ctx.db, ctx.store, claim, rows, f"chunk-{claim.shard_no}")
+            async with ctx.db.write() as session:
+                if done:
+                    await ShardRepository(session).mark_done(claim, time.time())
+                else:
+                    await ShardRepository(session).release(claim)
+
+        await run([1, 2], done=True, failed={4})  # c2, c4 (failed)
+        await run([3], done=False)  # c6; c1 never ran; the last shard (c3, c5) never started
+        async with db.write() as session:
+            await session.execute(update(Batch).values(expires_at=int(time.time()) - 1))
+        await _drive(ctx, "batch_1")
+        batch = await load(db, "batch_1")
+        assert (batch.status, batch.completed, batch.failed, batch.unexecuted) == (BatchStatus.EXPIRED, 2, 4, 3)
+        assert [line["custom_id"] for line in await _file_lines(ctx, batch.output_file_id)] == ["c2", "c6"]
+        errors = [
+            (e["custom_id"], (e.get("error") or {}).get("code")) for e in await _file_lines(ctx, batch.error_file_id)
+        ]
+        assert errors == [("c1", "batch_expired"), ("c3", "batch_expired"), ("c4", None), ("c5", "batch_expired")]
+        never_ran = [(n, ok) for n, ok, _ in await _chunk_lines(ctx, "batch_1")][-3:]
+        assert never_ran == [(4, False), (5, False), (6, False)]  # copy lines, as the shards count them
+        assert batch.ordered_input is None
+        for blob_id in (ordered, positions_id(ordered)):
+            assert not await ctx.store.exists(PROJECT, blob_id)
 
     run_on(db_url, scenario)

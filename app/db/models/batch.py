@@ -91,6 +91,7 @@ class Batch(Base):
     api_key_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     # The blob of the input's lines in prompt-prefix order (app/pipeline/prefix_order.py) that the
     # shards are byte ranges of, while the batch runs; None: the shards are ranges of the input.
+    # An `output_order: "input"` batch's copy has its positions beside it (app/pipeline/input_order.py).
     ordered_input: Mapped[str | None] = mapped_column(String(96), nullable=True)
     # batchd's `output_order`: "completion" (the default: prompt-prefix order when the batch is
     # prefix-ordered) or "input" (the output and error files list lines in input order).
