@@ -16,10 +16,9 @@ import pytest
 from app.core.endpoints import EMBEDDINGS
 from app.engine.config.specs import ModelSpec
 from app.engine.errors import ModelConfigError
-from app.engine.local import registry as registry_module
 from app.engine.local.registry import EngineRegistry
 from app.scheduling.residency import Urgency
-from tests.engine.local.test_registry_sleep import FakeEngine, _Heap
+from tests.engine.local.test_registry_sleep import FakeEngine, _Heap, launch_without_processes
 
 GIB = 1 << 30
 NEEDS = {"a": 4 * GIB, "b": 4 * GIB}
@@ -86,12 +85,7 @@ def alive(monkeypatch):
         alive.events.append(f"load {spec.name} done")
         return GatedEngine(spec, alive)
 
-    monkeypatch.setattr(registry_module.launch, "start_model_engine", start_model_engine)
-    for name in ("pin_off_worker_cpus", "unpin", "lower_engine_priority", "release_leftovers"):
-        monkeypatch.setattr(registry_module, name, lambda *args, **kwargs: None)
-    monkeypatch.setattr(registry_module, "engine_processes", lambda *args, **kwargs: [])
-    monkeypatch.setattr(registry_module, "engine_shared_objects", lambda *args, **kwargs: None)
-    monkeypatch.setattr(registry_module, "wait_for_exit", lambda *args, **kwargs: None)
+    launch_without_processes(monkeypatch, start_model_engine)
     return alive
 
 

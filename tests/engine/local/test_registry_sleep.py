@@ -73,6 +73,17 @@ class _Heap:
         pass
 
 
+
+def launch_without_processes(monkeypatch, start_model_engine) -> None:
+    """The registry starts its engines with `start_model_engine` and touches no process: no
+    pinning, no priorities, no engine cores to find, reap or wait for."""
+    monkeypatch.setattr(registry_module.launch, "start_model_engine", start_model_engine)
+    for name in ("pin_off_worker_cpus", "unpin", "lower_engine_priority", "release_leftovers"):
+        monkeypatch.setattr(registry_module, name, lambda *args, **kwargs: None)
+    monkeypatch.setattr(registry_module, "engine_processes", lambda *args, **kwargs: [])
+    monkeypatch.setattr(registry_module, "engine_shared_objects", lambda *args, **kwargs: None)
+    monkeypatch.setattr(registry_module, "wait_for_exit", lambda *args, **kwargs: None)
+
 @pytest.fixture
 def fake_launch(monkeypatch):
     log: list[str] = []
@@ -84,12 +95,7 @@ def fake_launch(monkeypatch):
         log.append(f"start {spec.name}")
         return engine
 
-    monkeypatch.setattr(registry_module.launch, "start_model_engine", start_model_engine)
-    for name in ("pin_off_worker_cpus", "unpin", "lower_engine_priority", "release_leftovers"):
-        monkeypatch.setattr(registry_module, name, lambda *args, **kwargs: None)
-    monkeypatch.setattr(registry_module, "engine_processes", lambda *args, **kwargs: [])
-    monkeypatch.setattr(registry_module, "engine_shared_objects", lambda *args, **kwargs: None)
-    monkeypatch.setattr(registry_module, "wait_for_exit", lambda *args, **kwargs: None)
+    launch_without_processes(monkeypatch, start_model_engine)
     fake_launch.can_sleep = True
     fake_launch.log, fake_launch.engines = log, engines
     return fake_launch
