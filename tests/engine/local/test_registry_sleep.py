@@ -73,7 +73,6 @@ class _Heap:
         pass
 
 
-
 def launch_without_processes(monkeypatch, start_model_engine) -> None:
     """The registry starts its engines with `start_model_engine` and touches no process: no
     pinning, no priorities, no engine cores to find, reap or wait for."""
@@ -83,6 +82,7 @@ def launch_without_processes(monkeypatch, start_model_engine) -> None:
     monkeypatch.setattr(registry_module, "engine_processes", lambda *args, **kwargs: [])
     monkeypatch.setattr(registry_module, "engine_shared_objects", lambda *args, **kwargs: None)
     monkeypatch.setattr(registry_module, "wait_for_exit", lambda *args, **kwargs: None)
+
 
 @pytest.fixture
 def fake_launch(monkeypatch):
