@@ -200,6 +200,9 @@ class Settings(BaseSettings):
     at_risk_max_share: float = Field(default=0.5, gt=0, le=1)
     """Share of a model's slots one project's lines may hold ahead of fair share (at risk, a small
     batch on credit)."""
+    at_risk_unknown_rate_wait: float = Field(default=0.25, ge=0, le=1)
+    """Share of its window a batch waits before it counts as at risk when its model has no rate to
+    project it at (it never served here); 0: at risk at once, as soon as it stalls."""
     upstream_window_surplus: float = Field(default=1.0, ge=0)
     """Lines kept in flight to an upstream fleet beyond its slots, as a share of them (they wait in
     batchd, so a freed slot is refilled at once; 0: exactly the fleet's slots)."""

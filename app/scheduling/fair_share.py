@@ -30,10 +30,11 @@ SMALL_BATCH_LINES = 100
 BEHIND_MARGIN = 0.1
 CLEAR_MARGIN = 0.2
 # A batch whose model has no rate to project it at (it never served here: no rate, no history)
-# counts as at risk once it has waited this much of its window: projected at nothing it would be
-# at risk at once, and every model a fresh server has not served yet would preempt a busy engine
-# (W10 at 7e40890: five loads a round where two drain every model in turn).
-UNKNOWN_RATE_PATIENCE = 0.25
+# counts as at risk once it has waited this much of its window (BATCHD_AT_RISK_UNKNOWN_RATE_WAIT):
+# projected at nothing it would be at risk at once, and every model a fresh server has not served
+# yet would preempt a busy engine (W10 at 7e40890: five loads a round where two drain every model
+# in turn).
+UNKNOWN_RATE_WAIT = 0.25
 # Rates are measured over this much recent time, long enough to smooth a shard's start.
 RATE_WINDOW_SECONDS = 10.0
 MIN_RATE_SPAN_SECONDS = 2.0
@@ -108,10 +109,12 @@ def outlook(
     now: float,
     was_at_risk: frozenset[str] = frozenset(),
     served: Mapping[str | None, float] | None = None,
+    unknown_rate_wait: float = UNKNOWN_RATE_WAIT,
 ) -> list[ProjectOutlook]:
     """Every (model, project) with batches waiting or running, with shares and projections.
     ``served`` is each model's rate (lines/s) when it last served, or a prior: what a model that
-    serves nothing now is projected at."""
+    serves nothing now is projected at; with neither, a batch is at risk once it has waited
+    ``unknown_rate_wait`` of its window."""
     groups: dict[tuple[str | None, str], list[BatchProgress]] = defaultdict(list)
     for batch in batches:
         groups[(batch.model, batch.project)].append(batch)
@@ -132,7 +135,7 @@ def outlook(
         view = ProjectOutlook(project, model, weight, share, rate)
         # A stalled project is projected at its fair share of its model; when the model serves
         # nothing now (unloaded, restarting), of what it last served (0 if nothing is known: then
-        # it is at risk once it has waited UNKNOWN_RATE_PATIENCE of its window).
+        # it is at risk once it has waited `unknown_rate_wait` of its window).
         serving = model_rate[model] if model_rate[model] > 0 else (served or {}).get(model, 0.0)
         projected = share * serving if rate == 0 else rate
         ahead = 0
@@ -147,7 +150,7 @@ def outlook(
                     entry.at_risk = entry.finish_at > batch.deadline - margin
                 elif projected is not None:  # nothing to project it at
                     entry.finish_at = math.inf
-                    entry.at_risk = now - batch.created_at >= UNKNOWN_RATE_PATIENCE * window
+                    entry.at_risk = now - batch.created_at >= unknown_rate_wait * window
             view.batches.append(entry)
         result.append(view)
     return result

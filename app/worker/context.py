@@ -32,6 +32,7 @@ class WorkerContext:
             self.settings.at_risk_max_share,
             # Upstream models: every replica sends their lines to one fleet.
             shared=lambda model: model in self.registry.status(),
+            unknown_rate_wait=self.settings.at_risk_unknown_rate_wait,
         )
 
     def gate(self, model: str) -> FairGate:

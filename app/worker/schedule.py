@@ -20,6 +20,7 @@ from app.db.repositories.queue import QueueRepository
 from app.domains.organization.projects import list_projects
 from app.scheduling.admission import Pick, ShardHere, Slots, next_pick
 from app.scheduling.fair_share import (
+    UNKNOWN_RATE_WAIT,
     ProjectOutlook,
     RateMeter,
     at_risk_ids,
@@ -52,10 +53,12 @@ class Schedule:
         owner: str,
         at_risk_max_share: float,
         shared: Callable[[str | None], bool] = lambda model: False,
+        unknown_rate_wait: float = UNKNOWN_RATE_WAIT,
     ) -> None:
         self.db = db
         self.owner = owner  # this replica, as it appears in shard leases
         self.at_risk_max_share = at_risk_max_share
+        self.unknown_rate_wait = unknown_rate_wait
         self.shared = shared  # whether every replica sends a model's lines to one fleet
         self._weights: dict[str, float] = {}
         self._weights_at = -WEIGHTS_TTL_SECONDS
@@ -122,7 +125,7 @@ class Schedule:
         self._meter.observe(now, batches)
         rates = self._meter.rates()
         served = self.served = await self._served_rates(batches, rates, now)
-        views = outlook(batches, self._weights, rates, now, self._at_risk, served)
+        views = outlook(batches, self._weights, rates, now, self._at_risk, served, self.unknown_rate_wait)
         at_risk = at_risk_ids(views)
         self._log_changes(views, at_risk)
         self._at_risk = at_risk

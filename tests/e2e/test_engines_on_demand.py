@@ -39,7 +39,13 @@ CORE = "VLLM::EngineCore"
 
 
 def _server(data_dir: Path, database_url: str | None, s3, config: Path) -> ServerProcess:
-    env = {"BATCHD_API_KEYS": API_KEYS_ENV, "BATCHD_MIN_RESIDENCY_SECONDS": "2"}
+    # At risk as soon as it stalls when its model never served (the default waits a quarter of
+    # its window): the 1h batch preempts the busy embeddings engine within seconds.
+    env = {
+        "BATCHD_API_KEYS": API_KEYS_ENV,
+        "BATCHD_MIN_RESIDENCY_SECONDS": "2",
+        "BATCHD_AT_RISK_UNKNOWN_RATE_WAIT": "0",
+    }
     args = ["--max-resident-engines", "1", "--config", str(config)]
     return ServerProcess(data_dir, database_url, env=env, models=True, s3=s3, args=args)
 
@@ -138,7 +144,8 @@ def test_a_kill_mid_swap_loses_nothing_and_the_due_batch_goes_first(one_engine):
     """One scenario, two servers (each engine load costs tens of seconds): the first server,
     chat loaded at start, loads embeddings for the 24h batch (the idle chat engine gives way),
     then swaps back to chat for the 1h batch once it is at risk (the chat model has served
-    nothing yet: with no rate to project its batch at, it is at risk as soon as it stalls) and
+    nothing yet: with no rate to project its batch at and BATCHD_AT_RISK_UNKNOWN_RATE_WAIT=0, it is
+    at risk as soon as it stalls) and
     is SIGKILLed in that swap. The second runs the 1h batch first (the busy chat engine stays:
     the 24h batch, projected at its progress so far, is not at risk), then swaps to embeddings
     once chat drains; both complete with every line once."""

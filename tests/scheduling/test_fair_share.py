@@ -170,6 +170,9 @@ def test_an_unloaded_models_stalled_batches_are_projected_at_its_last_served_rat
         young = _batch("y1", "b", 3600, 1000, age_s=age_s)
         [view] = outlook([young], {}, {"y1": 0.0}, NOW)
         assert (view.batches[0].finish_at, view.batches[0].at_risk) == (math.inf, at_risk), age_s
+        # Told to wait for nothing (BATCHD_AT_RISK_UNKNOWN_RATE_WAIT=0): at risk at once.
+        [view] = outlook([young], {}, {"y1": 0.0}, NOW, unknown_rate_wait=0.0)
+        assert view.batches[0].at_risk
     # Last served 10 lines/s: 100 s of work, on time; 0.5 lines/s: 2,000 s, it would miss it.
     assert not at_risk_ids(outlook([b], {}, stalled, NOW, served={"m": 10.0}))
     [view] = outlook([b], {}, stalled, NOW, served={"m": 10.0})

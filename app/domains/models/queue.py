@@ -12,7 +12,7 @@ from app.db.engine import Database
 from app.db.repositories.queue import QueueRepository
 from app.domains.models.queue_schemas import ProjectQueue, Queue, QueuedBatch
 from app.domains.organization.projects import list_projects
-from app.scheduling.fair_share import BatchOutlook, average_rates, outlook
+from app.scheduling.fair_share import UNKNOWN_RATE_WAIT, BatchOutlook, average_rates, outlook
 
 
 def _batch(entry: BatchOutlook) -> QueuedBatch:
@@ -39,6 +39,7 @@ async def queue_view(
     at_risk: frozenset[str] = frozenset(),
     weights: Mapping[str, float] | None = None,
     served: Mapping[str | None, float] | None = None,
+    unknown_rate_wait: float = UNKNOWN_RATE_WAIT,
 ) -> Queue:
     """`project`'s queue, or every project's when None. Shares are worked out over every
     project's work either way. A replica's scheduler passes what it works with (recent rates,
@@ -48,7 +49,15 @@ async def queue_view(
         weights = {p.name: float(p.weight) for p in await list_projects(db)}
     async with db.read() as session:
         batches = await QueueRepository(session).active()
-    views = outlook(batches, weights, average_rates(batches, now) if rates is None else rates, now, at_risk, served)
+    views = outlook(
+        batches,
+        weights,
+        average_rates(batches, now) if rates is None else rates,
+        now,
+        at_risk,
+        served,
+        unknown_rate_wait,
+    )
     data = []
     for view in views:
         if project is not None and view.project != project:

@@ -17,9 +17,16 @@ router = APIRouter(prefix="/queue", tags=["queue"], responses=ERROR_RESPONSES)
 @router.get("", response_model=Queue)
 async def get_queue(runtime: RuntimeDep, caller: CallerDep) -> Queue:
     project = None if caller.is_admin else caller.project
+    wait = runtime.settings.at_risk_unknown_rate_wait
     if runtime.worker is None:  # engines loading, or --api-only: weights come from the database
-        return await queue_view(runtime.db, project)
+        return await queue_view(runtime.db, project, unknown_rate_wait=wait)
     snapshot = runtime.worker.queue_snapshot()
     return await queue_view(
-        runtime.db, project, snapshot.rates, snapshot.at_risk, snapshot.weights, served=snapshot.served
+        runtime.db,
+        project,
+        snapshot.rates,
+        snapshot.at_risk,
+        snapshot.weights,
+        served=snapshot.served,
+        unknown_rate_wait=wait,
     )
