@@ -3,24 +3,20 @@
 # first session runs the tests that run vLLM engines (the `vllm` marker, tests/conftest.py): one
 # session, as its shared model servers and head starts need; the second runs the rest (apps in
 # process, servers without models) on the CPU the first leaves idle while engines start and lines
-# wait, at a lower priority so the engines' timing is the first session's, on two xdist workers
-# (a file each): most of its tests wait on servers, receivers and clocks, and once the first
-# session ends (about 20 minutes in, with a third or more of the second left) one worker alone
-# kept the machine half idle. The
+# wait, at a lower priority so the engines' timing is the first session's (serially: on two xdist
+# workers a CI run on 2 cores saw six timing tests fail under the added load, and no faster). The
 # lint command (LINT, when set) runs while the sessions collect and start their servers: its
 # minutes were the run's first, on a machine the sessions then left idle. The first session's
 # output streams; the second's and the lint's, in logs, follow it, also when a signal ends the
 # run. Each session keeps its own pytest cache. An empty session (exit 5: a selection with none of
 # its tests) passes; any other failure, the lint's too, fails.
-#   [LINT="make lint"] [OTHER_SESSION_WORKERS=...] scripts/test-sessions.sh PYTHON [pytest options...]
+#   [LINT="make lint"] scripts/test-sessions.sh PYTHON [pytest options...]
 set -uo pipefail
 python=$1
 shift
 rest_log=$(mktemp)
 lint_log=
 lint_pid=
-# The second session's xdist options (OTHER_SESSION_WORKERS="" runs it in one process).
-workers=${OTHER_SESSION_WORKERS--n 2 --dist loadfile}
 # The sessions' ids while they run (a reaped id may be another process's).
 running=
 
@@ -75,8 +71,7 @@ first_pid=$!
 running=$first_pid
 (
 	trap - INT
-	# shellcheck disable=SC2086 # the workers' options are words
-	exec nice -n 10 "$python" -u -m pytest -m "not vllm" $workers -o cache_dir=.pytest_cache/other-session \
+	exec nice -n 10 "$python" -u -m pytest -m "not vllm" -o cache_dir=.pytest_cache/other-session \
 		"$@" >"$rest_log" 2>&1
 ) &
 rest_pid=$!

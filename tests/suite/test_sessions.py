@@ -48,31 +48,20 @@ def _tests(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def _start(
-    tmp_path: Path, root: Path, *pytest_args: str, lint: str | None = None, workers: str | None = ""
-) -> ManagedProcess:
+def _start(tmp_path: Path, root: Path, *pytest_args: str, lint: str | None = None) -> ManagedProcess:
     # Only the plugins the script needs: the environment's others take seconds to import in each
     # of the interpreters. The second session's log goes to TMPDIR (mktemp).
     (tmp_path / "tmp").mkdir()
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "TMPDIR": str(tmp_path / "tmp")}
     env.pop("LINT", None)
-    # The second session in one process unless a test asks for the script's workers (None): the
-    # log's lines are the point here, and an xdist worker prefixes them.
-    env.pop("OTHER_SESSION_WORKERS", None)
-    if workers is not None:
-        env["OTHER_SESSION_WORKERS"] = workers
-    else:  # xdist by name, as autoloading would (under its module's name: no clash with the entry point)
-        env["PYTEST_PLUGINS"] = "xdist.plugin"
     if lint is not None:
         env["LINT"] = lint
     cmd = ["bash", str(SCRIPT), sys.executable, "--rootdir", str(root), str(root), *pytest_args]
     return ManagedProcess(cmd, tmp_path / "run.log", env=env, cwd=root).start()
 
 
-def _run(
-    tmp_path: Path, files: dict[str, str], *pytest_args: str, lint: str | None = None, workers: str | None = ""
-) -> tuple[int, str]:
-    run = _start(tmp_path, _tests(tmp_path / "tests", files), *pytest_args, lint=lint, workers=workers)
+def _run(tmp_path: Path, files: dict[str, str], *pytest_args: str, lint: str | None = None) -> tuple[int, str]:
+    run = _start(tmp_path, _tests(tmp_path / "tests", files), *pytest_args, lint=lint)
     try:
         code = run.wait(120)
         assert code is not None, run.log()
@@ -103,14 +92,6 @@ def test_a_failing_test_in_either_session_fails_the_run(tmp_path, failing):
     code, log = _run(tmp_path, files)
     assert code != 0, log
     assert f"FAILED {failing}::test_fails" in log, log
-
-
-def test_the_second_session_runs_on_two_workers_by_default(tmp_path):
-    files = {**PASSING, "test_third.py": "def test_more():\n    pass\n"}
-    code, log = _run(tmp_path, files, workers=None)
-    assert code == 0, log
-    second = log.split("the second session: the tests without vLLM")[1]
-    assert "2 workers" in second and "3 passed" in second, log
 
 
 @pytest.mark.parametrize("exit_code", [0, 1])
