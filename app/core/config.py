@@ -234,6 +234,10 @@ class Settings(BaseSettings):
     min_residency_seconds: float = Field(default=30.0, ge=0)
     """With `BATCHD_MAX_RESIDENT_ENGINES`: a busy engine keeps its place at least this long (longer
     for more queued lines) before another model with no earlier deadline takes its turn."""
+    engine_drain_grace_seconds: float = Field(default=10.0, ge=0)
+    """With `BATCHD_MAX_RESIDENT_ENGINES`: a loaded engine with no lines gives way to a waiting
+    model once it has had none for this long while the other's lines waited (a gap between shards,
+    or its own batch still validating, is not a drain)."""
     min_load_interval_seconds: float = Field(default=60.0, ge=0)
     """With `BATCHD_MAX_RESIDENT_ENGINES`: a model loaded on demand less than this long ago does not
     take a busy engine's place again (it waits for an idle one), so swaps per model are bounded."""

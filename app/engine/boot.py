@@ -31,12 +31,14 @@ class ResidencyLimits:
     """How many in-process engines may be loaded at once (None: all), how long a busy one keeps
     its place and how soon a model may take a busy one's place again (``--max-resident-engines``,
     ``BATCHD_MIN_RESIDENCY_SECONDS``, ``BATCHD_MIN_LOAD_INTERVAL_SECONDS``), and the memory their
-    needs must fit in (``--engine-memory-budget``: bytes, ``auto`` or None)."""
+    needs must fit in (``--engine-memory-budget``: bytes, ``auto`` or None), and how long an idle
+    engine stays idle before it gives way (``BATCHD_ENGINE_DRAIN_GRACE_SECONDS``)."""
 
     max_resident: int | None = None
     min_seconds: float = 30.0
     min_load_interval: float = 60.0
     memory_budget: int | Literal["auto"] | None = None
+    drain_grace: float = 10.0
 
 
 class NoModels:
@@ -110,6 +112,7 @@ async def start_registry(settings: Settings) -> Engines:
             settings.min_residency_seconds,
             settings.min_load_interval_seconds,
             settings.engine_memory_budget,
+            settings.engine_drain_grace_seconds,
         ),
     )
 
@@ -141,7 +144,12 @@ async def start_serving(
 
     residency = residency or ResidencyLimits()
     local = EngineRegistry(
-        restarts, residency.max_resident, residency.min_seconds, residency.min_load_interval, residency.memory_budget
+        restarts,
+        residency.max_resident,
+        residency.min_seconds,
+        residency.min_load_interval,
+        residency.memory_budget,
+        residency.drain_grace,
     )
     try:
         await local.start(local_specs)

@@ -7,7 +7,9 @@ at-risk batch first (at risk of missing its deadline, by the scheduler's project
 :mod:`app.scheduling.fair_share`), then the earliest deadline, then the most lines. To make
 room, a resident engine is unloaded, and only one that is idle or may be preempted:
 
-- an engine with no lines in flight or waiting (drained) goes at once (an ``always`` engine last);
+- an engine with no lines in flight or waiting (drained) goes once it has stayed so for
+  ``drain_grace`` seconds of the candidate's wait (an ``always`` engine last): a gap between
+  shards, or a batch created a moment after another model's still validating, is not a drain;
 - a loaded engine that still has lines stays while no waiting model's work is at risk: a load
   costs tens of seconds, so work that will meet its deadline anyway waits for the busy engine
   to drain (a 1h batch behind a 24h one on another model is loaded when it becomes at risk,
@@ -104,6 +106,8 @@ class ModelDemand:
     last_load: float | None = None  # when it was last loaded on demand (None: never)
     at_risk: bool = False  # a batch with lines running or waiting here is at risk (now)
     memory: int = 0  # bytes its engine takes when loaded (its need under a memory budget)
+    idle_since: float = 0.0  # when it last had a line (or became resident, if none since)
+    waiting_since: float | None = None  # when its waiting lines began waiting (None: none wait)
 
     @property
     def lines(self) -> int:
@@ -147,6 +151,7 @@ def plan_swap(
     min_residency: float,
     min_load_interval: float = 0.0,
     memory_budget: int | None = None,
+    drain_grace: float = 0.0,
 ) -> Swap | None:
     """The next load (and the unload that makes room for it), or None: nothing waits, or no
     resident engine may give way yet. ``budget`` (engines) and ``memory_budget`` (bytes of the
@@ -164,7 +169,7 @@ def plan_swap(
         return Swap(candidate.model, None, SwapReason.ROOM)
     staying, going = list(resident), []
     while not fits(staying, candidate, budget, memory_budget):
-        found = _least_needed(staying, candidate, now, min_residency, min_load_interval)
+        found = _least_needed(staying, candidate, now, min_residency, min_load_interval, drain_grace)
         if found is None:
             return None  # not all that must go may: none goes (an unload alone would not help)
         going.append(found)
@@ -183,9 +188,18 @@ def fits(
 
 
 def _least_needed(
-    resident: Sequence[ModelDemand], candidate: ModelDemand, now: float, min_residency: float, min_load_interval: float
+    resident: Sequence[ModelDemand],
+    candidate: ModelDemand,
+    now: float,
+    min_residency: float,
+    min_load_interval: float,
+    drain_grace: float = 0.0,
 ) -> tuple[ModelDemand, SwapReason] | None:
-    idle = [d for d in resident if d.idle]
+    waited_from = now if candidate.waiting_since is None else candidate.waiting_since
+    # Drained: idle throughout the last `drain_grace` seconds of the candidate's wait.
+    idle = [d for d in resident if d.idle and now - max(d.idle_since, waited_from) >= drain_grace]
+    if any(d.idle for d in resident) and not idle:
+        return None  # an engine that may be about to drain is not preempted: wait for it
     if idle:
         # An on-demand engine before an always one; of those, the one loaded longest ago.
         return min(idle, key=lambda d: (d.always, d.since, d.model)), SwapReason.DRAINED

@@ -50,6 +50,29 @@ def test_an_idle_engine_gives_way_at_once_even_just_loaded():
     assert swap == Swap("b", "a") and swap.reason is SwapReason.DRAINED
 
 
+def test_an_idle_engine_gives_way_once_idle_for_the_grace_of_the_others_wait():
+    """BATCHD_ENGINE_DRAIN_GRACE_SECONDS (10 s here): the engine loaded at start, idle, does not
+    give way the moment another model's lines wait (its own batch, created a moment later, may
+    still be validating: W10 saw that swap 2 s in), nor in a gap between its shards; it does
+    once it has had no line for the grace while the other's lines waited."""
+
+    def plan(idle_since, waiting_since, now):
+        a = replace(_resident("a", since=0.0), idle_since=idle_since)
+        b = replace(_wanting("b"), waiting_since=waiting_since)
+        return plan_swap([a, b], 1, now, 30.0, drain_grace=10.0)
+
+    # Idle since its load long ago; b's lines wait from 100 s on: not before 110 s.
+    assert plan(idle_since=0.0, waiting_since=100.0, now=105.0) is None
+    assert plan(idle_since=0.0, waiting_since=100.0, now=110.0) == Swap("b", "a", SwapReason.DRAINED)
+    # Its last line ended at 104 s, while b waited: ten seconds from then.
+    assert plan(idle_since=104.0, waiting_since=100.0, now=113.0) is None
+    assert plan(idle_since=104.0, waiting_since=100.0, now=114.0) == Swap("b", "a", SwapReason.DRAINED)
+    # An engine still inside its grace is not preempted for work at risk either: it is about to drain.
+    a = replace(_resident("a", since=0.0), idle_since=104.0)
+    late = replace(_wanting("b", urgency=HOUR, at_risk=True), waiting_since=100.0)
+    assert plan_swap([a, late], 1, 110.0, 30.0, drain_grace=10.0) is None
+
+
 def test_the_idle_on_demand_engine_goes_before_an_idle_always_one_then_the_oldest():
     demands = [
         _resident("old-always", since=NOW - 100),

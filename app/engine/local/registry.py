@@ -86,6 +86,7 @@ class EngineRegistry:
         min_residency_seconds: float = 30.0,
         min_load_interval_seconds: float = 0.0,
         memory_budget: int | Literal["auto"] | None = None,
+        drain_grace_seconds: float = 0.0,
     ) -> None:
         self._engines: dict[str, ModelEngine] = {}  # the loaded ones
         self._profiles: dict[str, _Profile] = {}  # every served model
@@ -94,6 +95,7 @@ class EngineRegistry:
         self._memory_budget: int | None = None  # bytes, read at start
         self._memory: dict[str, int] = {}  # each model's engine memory need, with a budget
         self._min_residency = min_residency_seconds
+        self._drain_grace = drain_grace_seconds
         self._min_load_interval = min_load_interval_seconds
         self._residency: Residency | None = None  # None: every engine stays loaded
         self._swaps: SleepOrRestart | None = None  # how a swap unloads and loads (sleep or restart)
@@ -193,6 +195,7 @@ class EngineRegistry:
                 min_load_interval=self._min_load_interval,
                 memory=self._memory,
                 memory_budget=self._memory_budget,
+                drain_grace=self._drain_grace,
             )
             self._residency.start([spec.name for spec in kept])
             logger.info(

@@ -43,6 +43,8 @@ class _Model:
     since: float = 0.0
     draining: bool = False  # chosen to unload: new lines wait, those in flight finish
     last_load: float | None = None  # when it was last loaded on demand (monotonic)
+    idle_since: float = 0.0  # when its last line ended, or it became resident (monotonic)
+    waiting_since: float | None = None  # when its waiting lines began waiting (monotonic)
     in_flight: Counter[Urgency] = field(default_factory=Counter)
     waiting: Counter[Urgency] = field(default_factory=Counter)
 
@@ -67,6 +69,8 @@ class _Model:
             # was when its lines were granted.
             any(u.at_risk() for u in ranked),
             self.memory,
+            self.idle_since,
+            self.waiting_since,
         )
 
 
@@ -83,8 +87,10 @@ class Residency:
         min_load_interval: float = 0.0,
         memory: Mapping[str, int] | None = None,
         memory_budget: int | None = None,
+        drain_grace: float = 0.0,
     ) -> None:
         self.budget = budget
+        self.drain_grace = drain_grace  # seconds an idle engine stays idle before it counts as drained
         self.memory_budget = memory_budget  # bytes; None: only the count limits
         self.min_residency = min_residency
         self.min_load_interval = min_load_interval
@@ -103,7 +109,7 @@ class Residency:
         """Begin with ``resident`` loaded (the registry started them) and make swaps from now on."""
         now = time.monotonic()
         for name, model in self._models.items():
-            model.resident, model.since = name in resident, now
+            model.resident, model.since, model.idle_since = name in resident, now, now
             metrics.set_engine_resident(name, model.resident)
         self._task = asyncio.create_task(self._swap_forever(), name="batchd-engine-residency")
 
@@ -122,6 +128,8 @@ class Residency:
         ``start_by`` (a flex request's wait)."""
         state = self._models[model]
         if not state.usable:
+            if not state.waiting:
+                state.waiting_since = time.monotonic()
             state.waiting[urgency] += 1
             self._kick.set()
             try:
@@ -133,6 +141,8 @@ class Residency:
             finally:
                 state.waiting[urgency] -= 1
                 state.waiting += Counter()  # drop zero counts
+                if not state.waiting:
+                    state.waiting_since = None
         state.in_flight[urgency] += 1
         try:
             yield
@@ -140,6 +150,7 @@ class Residency:
             state.in_flight[urgency] -= 1
             state.in_flight += Counter()
             if not state.in_flight:
+                state.idle_since = time.monotonic()
                 await self._notify()
             self._kick.set()
 
@@ -168,6 +179,7 @@ class Residency:
                     self.min_residency,
                     self.min_load_interval,
                     self.memory_budget,
+                    self.drain_grace,
                 )
                 if swap is None:
                     # A busy engine's turn may end later with no line finishing meanwhile: look again.
@@ -250,6 +262,7 @@ class Residency:
         finally:
             self.swapping = None
         model.resident, model.since = True, time.monotonic()
+        model.idle_since = model.since
         model.last_load = model.since
         if self._none_loaded_since is not None:
             metrics.add_no_engine_loaded_seconds(model.since - self._none_loaded_since)

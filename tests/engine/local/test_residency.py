@@ -268,3 +268,28 @@ def test_under_a_memory_budget_a_model_that_needs_two_engines_room_waits_for_bot
     assert engines.events in (["unload a", "unload c", "load b"], ["unload c", "unload a", "load b"])
     assert most_memory <= 10 * gib
     assert sorted(n for model, n in engines.ran if model == "b") == list(range(8))
+
+
+def test_an_idle_engine_gives_way_only_after_the_drain_grace_and_not_if_its_lines_come_back():
+    """With a drain grace, the engine loaded at start stays while its own lines come within the
+    grace of another model's wait (a batch still validating), and gives way once it has had none
+    for the grace."""
+
+    async def scenario():
+        engines = Engines({"chat"})
+        residency = Residency({"chat": True, "embed": True}, 1, 0.0, engines.load, engines.unload, drain_grace=0.5)
+        residency.start(["chat"])
+        try:
+            embed = asyncio.create_task(_lines(residency, engines, "embed", 8, DAY))
+            await asyncio.sleep(0.1)  # chat's batch comes 0.1 s later: chat keeps its engine
+            await _lines(residency, engines, "chat", 40, DAY)
+            assert engines.events == [] and "embed" not in engines.loaded
+            chat_done = time.monotonic()
+            await embed  # then embed's lines wait out the grace from chat's last line, and run
+            assert time.monotonic() - chat_done >= 0.5
+            assert engines.events == ["unload chat", "load embed"]
+            assert engines.loaded == {"embed"} and engines.most_at_once == 1
+        finally:
+            await residency.close()
+
+    asyncio.run(scenario())
