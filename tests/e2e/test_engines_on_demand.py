@@ -40,11 +40,14 @@ CORE = "VLLM::EngineCore"
 
 def _server(data_dir: Path, database_url: str | None, s3, config: Path) -> ServerProcess:
     # At risk as soon as it stalls when its model never served (the default waits a quarter of
-    # its window): the 1h batch preempts the busy embeddings engine within seconds.
+    # its window): the 1h batch preempts the busy embeddings engine within seconds. And the idle
+    # chat engine gives way at once (the default grace of 10 s would keep it for the chat batch,
+    # created two seconds after the embeddings one: no swap to kill in).
     env = {
         "BATCHD_API_KEYS": API_KEYS_ENV,
         "BATCHD_MIN_RESIDENCY_SECONDS": "2",
         "BATCHD_AT_RISK_UNKNOWN_RATE_WAIT": "0",
+        "BATCHD_ENGINE_DRAIN_GRACE_SECONDS": "0",
     }
     args = ["--max-resident-engines", "1", "--config", str(config)]
     return ServerProcess(data_dir, database_url, env=env, models=True, s3=s3, args=args)
