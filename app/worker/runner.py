@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import AsyncIterator
 from contextlib import suppress
@@ -229,9 +230,13 @@ class Worker:
         failures = self._failures.failed(batch_id, work, exc)
         if failures >= settings.max_step_failures:
             log.error("work on batch %s failed (%d times in a row)", batch_id, failures, exc_info=exc)
+            # Claimed by no loop while it is ended: a claim meanwhile ran it once more (CI on
+            # Postgres: 4 attempts of 3, the dead-letter's write outlasting the 0.05 s backoff).
+            self._retry_at[batch_id] = math.inf
             try:
                 if await dead_letter(self.ctx, batch_id, failures, exc):
                     self._failures.forget(batch_id)
+                    self._retry_at.pop(batch_id, None)
                     return
             except Exception:  # noqa: BLE001 - e.g. the database failed too: retried below
                 log.warning("could not end batch %s as failed", batch_id, exc_info=True)

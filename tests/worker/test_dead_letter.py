@@ -5,11 +5,13 @@ and is retried as before. On the app in process with the fake engine, on SQLite 
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from app.domains.batches import validation
 from app.engine.errors import EngineDeadError
-from app.worker import shard_run
+from app.worker import runner, shard_run
 from harness.poll import wait_until
 from tests.conftest import API_KEYS_ENV
 from tests.support.batches import chat_line, create, wait_for
@@ -47,6 +49,13 @@ def _always_failing(monkeypatch, module, name: str, error: Exception) -> list[in
 )
 def test_a_step_failing_every_time_fails_the_batch_with_a_reason(failing_server, monkeypatch, module, name, step):
     calls = _always_failing(monkeypatch, module, name, RuntimeError("a bug the batch keeps hitting"))
+    ending = runner.dead_letter
+
+    async def slow_dead_letter(*args, **kwargs):
+        await asyncio.sleep(1.5)  # a slow write (CI on Postgres), past a claim poll: no claim runs the work meanwhile
+        return await ending(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "dead_letter", slow_dead_letter)
     client = failing_server.client("key-a")
     batch = wait_for(client, create(client, [chat_line("a"), chat_line("b")]).id, timeout=60)
     assert batch.status == "failed" and batch.failed_at is not None
